@@ -32,8 +32,11 @@ constexpr Band BandOf(int32_t priority) {
 }
 constexpr absl::string_view BandName(Band b) { return kBands[static_cast<int>(b)].name; }
 constexpr absl::string_view BandNameOf(int32_t priority) { return BandName(BandOf(priority)); }
-// The band's default priority when a spec names a band: its lowest value.
-constexpr int32_t BandDefaultPriority(Band b) { return kBands[static_cast<int>(b)].lo; }
+// The priority a spec gets when it names a band: free 0, batch 100, mid 116,
+// production 200 (room above and below), monitoring 360.
+constexpr int32_t BandDefaultPriority(Band b) {
+  return b == Band::kProduction ? 200 : kBands[static_cast<int>(b)].lo;
+}
 
 // "production" -> Band::kProduction; also "prod", "best-effort"/"besteffort" -> batch.
 std::optional<Band> ParseBand(absl::string_view name);

@@ -1,0 +1,84 @@
+// LogStore: the durable home of the cell state (DESIGN §2.2) -- an
+// append-only log of mutations plus periodic snapshots. State at revision R is
+// the newest snapshot at or before R with the log after it replayed up to R.
+//
+// Backends: memory (tests, simulator), SQLite (embedded; herd up and single
+// master cells) and, later, etcd (HA: appends fenced on the leader's key).
+// The interface is shaped for that: an append is conditional on the previous
+// revision, so two writers can never interleave or overwrite each other.
+//
+// Thread-safety: implementations are safe to call from several threads, but
+// the master funnels appends through one writer (GroupCommitLog).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "herd/v1/mutation.pb.h"
+#include "herd/v1/objects.pb.h"
+
+namespace herd::store {
+
+class LogStore {
+ public:
+  virtual ~LogStore() = default;
+
+  // Appends `mutations`, whose revisions must be consecutive and start at
+  // LastRevision() + 1 (else FAILED_PRECONDITION and nothing is written).
+  // All or nothing; durable (survives kill -9 and power loss) when it
+  // returns OK.
+  virtual absl::Status Append(absl::Span<const v1::Mutation> mutations) = 0;
+
+  // Revision of the newest mutation in the log; 0 when empty. If the log was
+  // compacted past its end, the newest snapshot's revision.
+  virtual absl::StatusOr<int64_t> LastRevision() = 0;
+
+  // Oldest revision that can still be reconstructed (the oldest snapshot's
+  // revision, or 0 when the log is complete from the start).
+  virtual absl::StatusOr<int64_t> FirstRevision() = 0;
+
+  // Stores a snapshot of the state at snapshot.revision(), which must be
+  // <= LastRevision(). Writing a snapshot for an existing revision replaces it.
+  virtual absl::Status WriteSnapshot(const v1::CellSnapshot& snapshot) = 0;
+
+  // The newest snapshot with revision <= max_revision, or nullopt if none.
+  virtual absl::StatusOr<std::optional<v1::CellSnapshot>> ReadSnapshot(int64_t max_revision) = 0;
+
+  // Calls fn for each mutation with from <= revision <= to, in order. A
+  // non-OK status from fn stops the scan and is returned.
+  virtual absl::Status ReadLog(int64_t from, int64_t to,
+                               const std::function<absl::Status(const v1::Mutation&)>& fn) = 0;
+
+  // Drops snapshots older than the newest snapshot at or before `revision`,
+  // and the log entries at or before that snapshot's revision. States older
+  // than it can no longer be read.
+  virtual absl::Status Compact(int64_t revision) = 0;
+};
+
+// The in-memory backend: same semantics, nothing durable.
+class MemoryLogStore final : public LogStore {
+ public:
+  MemoryLogStore();
+  ~MemoryLogStore() override;
+  absl::Status Append(absl::Span<const v1::Mutation> mutations) override;
+  absl::StatusOr<int64_t> LastRevision() override;
+  absl::StatusOr<int64_t> FirstRevision() override;
+  absl::Status WriteSnapshot(const v1::CellSnapshot& snapshot) override;
+  absl::StatusOr<std::optional<v1::CellSnapshot>> ReadSnapshot(int64_t max_revision) override;
+  absl::Status ReadLog(int64_t from, int64_t to,
+                       const std::function<absl::Status(const v1::Mutation&)>& fn) override;
+  absl::Status Compact(int64_t revision) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace herd::store
