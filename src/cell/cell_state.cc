@@ -1,0 +1,639 @@
+#include "cell/cell_state.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "base/ids.h"
+#include "base/status.h"
+#include "cell/constraints.h"
+#include "cell/task_template.h"
+
+namespace herd::cell {
+
+using v1::Event;
+
+// ---- small types -------------------------------------------------------------
+
+void EventRec::ToProto(v1::Event* out) const {
+  out->set_transition(transition);
+  out->set_reason(reason);
+  out->set_time_ms(time_ms);
+  out->set_revision(revision);
+  out->set_machine(machine);
+}
+
+int32_t Task::priority() const { return job->spec.priority(); }
+
+v1::Task Task::ToProto() const {
+  v1::Task t;
+  t.set_job(job->id);
+  t.set_index(index);
+  t.set_state(state);
+  t.set_phase(phase);
+  t.set_priority(priority());
+  resources.ToProto(t.mutable_resources());
+  t.set_machine(machine ? machine->name : last_machine);
+  t.set_incarnation(incarnation);
+  t.set_restarts(restarts);
+  t.set_exit_code(exit_code);
+  t.set_exit_signal(exit_signal);
+  t.set_pid(pid);
+  if (!history.empty()) history.back().ToProto(t.mutable_last_event());
+  for (const EventRec& e : history) e.ToProto(t.add_history());
+  t.set_state_revision(state_revision);
+  t.set_message(message);
+  t.set_started_ms(started_ms);
+  return t;
+}
+
+v1::Job Job::ToProto() const {
+  v1::Job j;
+  j.set_id(id);
+  *j.mutable_spec() = spec;
+  j.set_state(state);
+  j.set_submit_time_ms(submit_time_ms);
+  j.set_submit_revision(submit_revision);
+  j.set_request_id(request_id);
+  j.set_pending(pending);
+  j.set_running(running);
+  j.set_dead(dead);
+  last_event.ToProto(j.mutable_last_event());
+  j.set_state_revision(state_revision);
+  return j;
+}
+
+v1::Machine Machine::ToProto() const {
+  v1::Machine m;
+  m.set_name(name);
+  m.set_address(address);
+  capacity.ToProto(m.mutable_capacity());
+  *m.mutable_attributes() = attributes;
+  m.set_state(state);
+  allocated.ToProto(m.mutable_allocated());
+  m.set_task_count(static_cast<int32_t>(tasks.size()));
+  m.set_reason(reason);
+  m.set_state_revision(state_revision);
+  m.set_registered_ms(registered_ms);
+  return m;
+}
+
+bool PendingOrder::operator()(const Task* a, const Task* b) const {
+  int32_t pa = a->priority(), pb = b->priority();
+  if (pa != pb) return pa > pb;
+  if (a->job != b->job) return a->job->id < b->job->id;
+  return a->index < b->index;
+}
+
+bool TaskKeyOrder::operator()(const Task* a, const Task* b) const {
+  if (a->job != b->job) return a->job->id < b->job->id;
+  return a->index < b->index;
+}
+
+// ---- CellState: lookups -------------------------------------------------------
+
+CellState::CellState(std::string cell_name) : cell_name_(std::move(cell_name)) {}
+
+const Job* CellState::FindJob(absl::string_view id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+Job* CellState::MutableJob(absl::string_view id) { return const_cast<Job*>(FindJob(id)); }
+
+const Task* CellState::FindTask(absl::string_view job_id, int32_t index) const {
+  const Job* j = FindJob(job_id);
+  if (j == nullptr || index < 0 || index >= static_cast<int32_t>(j->tasks.size())) return nullptr;
+  return &j->tasks[index];
+}
+
+Task* CellState::MutableTask(absl::string_view job_id, int32_t index) {
+  return const_cast<Task*>(FindTask(job_id, index));
+}
+
+const Machine* CellState::FindMachine(absl::string_view name) const {
+  auto it = machines_.find(name);
+  return it == machines_.end() ? nullptr : it->second.get();
+}
+
+Machine* CellState::MutableMachine(absl::string_view name) { return const_cast<Machine*>(FindMachine(name)); }
+
+const v1::Quota* CellState::FindQuota(absl::string_view user, Band band) const {
+  auto it = quotas_.find(std::make_pair(std::string(user), std::string(BandName(band))));
+  return it == quotas_.end() ? nullptr : &it->second;
+}
+
+ResourceVector CellState::Usage(absl::string_view user, Band band) const {
+  auto it = usage_.find(std::make_pair(std::string(user), static_cast<int>(band)));
+  return it == usage_.end() ? ResourceVector{} : it->second;
+}
+
+const std::vector<std::string>* CellState::FindRequest(absl::string_view request_id) const {
+  auto it = requests_.find(request_id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+int64_t CellState::task_count(v1::Task::State s) const {
+  int i = static_cast<int>(s);
+  return (i >= 0 && i < 4) ? task_counts_[i] : 0;
+}
+
+// ---- Check ------------------------------------------------------------------
+
+absl::Status CellState::CheckRef(const v1::TaskRef& ref, const Task** out) const {
+  const Task* t = FindTask(ref.job(), ref.index());
+  if (t == nullptr) return absl::NotFoundError(absl::StrCat("no task ", TaskName(ref.job(), ref.index())));
+  if (t->state != v1::Task::RUNNING || t->incarnation != ref.incarnation()) {
+    return absl::FailedPreconditionError(absl::StrCat("task ", TaskName(ref.job(), ref.index()), " incarnation ",
+                                                      ref.incarnation(), " is not running (state ",
+                                                      v1::Task::State_Name(t->state), ", incarnation ",
+                                                      t->incarnation, ")"));
+  }
+  if (out) *out = t;
+  return absl::OkStatus();
+}
+
+absl::Status CellState::CheckSubmit(const v1::JobsSubmitted& m) const {
+  if (m.jobs().empty()) return absl::InvalidArgumentError("submit with no jobs");
+  if (!m.request_id().empty() && FindRequest(m.request_id()) != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat("request id ", m.request_id(), " was already used"));
+  }
+  absl::flat_hash_set<std::string> seen;
+  for (const v1::JobSpec& s : m.jobs()) {
+    if (auto st = ValidateJobName(s.name()); !st.ok()) return st;
+    if (auto st = ValidateUserName(s.user()); !st.ok()) return st;
+    std::string id = JobId(s.user(), s.name());
+    if (s.task_count() < 1 || s.task_count() > 100'000) {
+      return absl::InvalidArgumentError(absl::StrCat("job ", id, ": task count ", s.task_count(),
+                                                     " is outside 1..100000"));
+    }
+    if (s.priority() < 0 || s.priority() > kMaxPriority) {
+      return absl::InvalidArgumentError(absl::StrCat("job ", id, ": priority ", s.priority(),
+                                                     " is outside 0..", kMaxPriority));
+    }
+    if (!seen.insert(id).second) return absl::InvalidArgumentError(absl::StrCat("job ", id, " is submitted twice"));
+    const Job* old = FindJob(id);
+    if (old != nullptr && old->state != v1::Job::DEAD) {
+      return absl::AlreadyExistsError(absl::StrCat("job ", id, " already exists and is not dead"));
+    }
+    for (int32_t i = 0; i < s.task_count(); ++i) {
+      if (TaskResources(s, i).AnyNegative()) {
+        return absl::InvalidArgumentError(absl::StrCat("job ", id, " task ", i, ": negative resources"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CellState::CheckKill(const v1::JobKilled& m) const {
+  const Job* j = FindJob(m.job());
+  if (j == nullptr) return absl::NotFoundError(absl::StrCat("no job ", m.job()));
+  if (j->state == v1::Job::DEAD) return absl::FailedPreconditionError(absl::StrCat("job ", m.job(), " is already dead"));
+  return absl::OkStatus();
+}
+
+absl::Status CellState::CheckScheduled(const v1::TaskScheduled& m) const {
+  const Task* t = FindTask(m.job(), m.index());
+  std::string name = TaskName(m.job(), m.index());
+  if (t == nullptr) return absl::NotFoundError(absl::StrCat("no task ", name));
+  if (t->state != v1::Task::PENDING) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("task ", name, " is ", v1::Task::State_Name(t->state), ", not PENDING"));
+  }
+  if (m.expect_state_revision() != 0 && t->state_revision != m.expect_state_revision()) {
+    return absl::FailedPreconditionError(absl::StrCat("task ", name, " changed at revision ", t->state_revision,
+                                                      " (proposal expected ", m.expect_state_revision(), ")"));
+  }
+  const Machine* mach = FindMachine(m.machine());
+  if (mach == nullptr) return absl::NotFoundError(absl::StrCat("no machine ", m.machine()));
+  if (mach->state != v1::Machine::UP) {
+    return absl::FailedPreconditionError(absl::StrCat("machine ", m.machine(), " is not up"));
+  }
+  for (const v1::Constraint& c : t->job->spec.constraints()) {
+    if (!c.soft() && !Matches(c, mach->attributes)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("machine ", m.machine(), " does not satisfy constraint ", Describe(c)));
+    }
+  }
+  ResourceVector avail = mach->Free();
+  absl::flat_hash_set<const Task*> victims;
+  for (const v1::TaskRef& ref : m.victims()) {
+    const Task* v = nullptr;
+    HERD_RETURN_IF_ERROR(CheckRef(ref, &v));
+    if (v->machine != mach) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("victim ", TaskName(ref.job(), ref.index()), " does not run on ", m.machine()));
+    }
+    if (!MayPreempt(t->priority(), v->priority())) {
+      return absl::FailedPreconditionError(absl::StrCat("task ", name, " (priority ", t->priority(),
+                                                        ") may not preempt ", TaskName(ref.job(), ref.index()),
+                                                        " (priority ", v->priority(), ")"));
+    }
+    if (!victims.insert(v).second) return absl::InvalidArgumentError("victim listed twice");
+    avail += v->resources;
+  }
+  if (auto dim = t->resources.FirstShortfall(avail)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "task ", name, " does not fit on ", m.machine(), ": ", *dim, " asks ",
+        FormatDimension(*dim, t->resources.Get(*dim)), ", ", FormatDimension(*dim, avail.Get(*dim)), " free"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CellState::CheckMachineRegistered(const v1::MachineRegistered& m) const {
+  HERD_RETURN_IF_ERROR(ValidateMachineName(m.machine().name()));
+  if (ResourceVector::FromProto(m.machine().capacity()).AnyNegative()) {
+    return absl::InvalidArgumentError(absl::StrCat("machine ", m.machine().name(), ": negative capacity"));
+  }
+  for (const auto& [k, v] : m.machine().attributes()) HERD_RETURN_IF_ERROR(ValidateAttributeKey(k));
+  return absl::OkStatus();
+}
+
+absl::Status CellState::CheckQuota(const v1::QuotaSet& m) const {
+  HERD_RETURN_IF_ERROR(ValidateUserName(m.quota().user()));
+  if (!ParseBand(m.quota().band())) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown band '", m.quota().band(),
+                                                   "' (free, batch, mid, production, monitoring)"));
+  }
+  if (ResourceVector::FromProto(m.quota().limit()).AnyNegative()) {
+    return absl::InvalidArgumentError("quota must not be negative");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CellState::Check(const v1::Mutation& m) const {
+  if (m.revision() != 0 && m.revision() != revision_ + 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("mutation revision ", m.revision(), " does not follow cell revision ", revision_));
+  }
+  switch (m.kind_case()) {
+    case v1::Mutation::kJobsSubmitted:
+      return CheckSubmit(m.jobs_submitted());
+    case v1::Mutation::kJobKilled:
+      return CheckKill(m.job_killed());
+    case v1::Mutation::kTaskScheduled:
+      return CheckScheduled(m.task_scheduled());
+    case v1::Mutation::kTaskObserved:
+      return CheckRef(m.task_observed().task(), nullptr);
+    case v1::Mutation::kTaskExited:
+      return CheckRef(m.task_exited().task(), nullptr);
+    case v1::Mutation::kTaskLost:
+      return CheckRef(m.task_lost().task(), nullptr);
+    case v1::Mutation::kMachineRegistered:
+      return CheckMachineRegistered(m.machine_registered());
+    case v1::Mutation::kMachineDown: {
+      const Machine* mach = FindMachine(m.machine_down().name());
+      if (mach == nullptr) return absl::NotFoundError(absl::StrCat("no machine ", m.machine_down().name()));
+      if (mach->state == v1::Machine::DOWN) {
+        return absl::FailedPreconditionError(absl::StrCat("machine ", mach->name, " is already down"));
+      }
+      return absl::OkStatus();
+    }
+    case v1::Mutation::kMachineUp: {
+      const Machine* mach = FindMachine(m.machine_up().name());
+      if (mach == nullptr) return absl::NotFoundError(absl::StrCat("no machine ", m.machine_up().name()));
+      if (mach->state == v1::Machine::UP) {
+        return absl::FailedPreconditionError(absl::StrCat("machine ", mach->name, " is already up"));
+      }
+      return absl::OkStatus();
+    }
+    case v1::Mutation::kQuotaSet:
+      return CheckQuota(m.quota_set());
+    case v1::Mutation::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError("mutation has no kind");
+}
+
+// ---- Apply ------------------------------------------------------------------
+
+absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
+  HERD_RETURN_IF_ERROR(Check(m));
+  Effects local;
+  Effects* fx = effects ? effects : &local;
+  ++revision_;
+  switch (m.kind_case()) {
+    case v1::Mutation::kJobsSubmitted:
+      ApplySubmit(m, fx);
+      break;
+    case v1::Mutation::kJobKilled:
+      ApplyKill(m, fx);
+      break;
+    case v1::Mutation::kTaskScheduled:
+      ApplyScheduled(m, fx);
+      break;
+    case v1::Mutation::kTaskObserved:
+      ApplyObserved(m);
+      break;
+    case v1::Mutation::kTaskExited:
+      ApplyExited(m, fx);
+      break;
+    case v1::Mutation::kTaskLost:
+      ApplyLost(m, fx);
+      break;
+    case v1::Mutation::kMachineRegistered:
+      ApplyMachineRegistered(m, fx);
+      break;
+    case v1::Mutation::kMachineDown:
+      ApplyMachineDown(m, fx);
+      break;
+    case v1::Mutation::kMachineUp:
+      ApplyMachineUp(m);
+      break;
+    case v1::Mutation::kQuotaSet:
+      ApplyQuota(m);
+      break;
+    case v1::Mutation::KIND_NOT_SET:
+      break;
+  }
+  return absl::OkStatus();
+}
+
+void CellState::AddUsage(const Task& t, bool add) {
+  auto key = std::make_pair(t.job->spec.user(), static_cast<int>(BandOf(t.priority())));
+  ResourceVector& u = usage_[key];
+  if (add) {
+    u += t.resources;
+  } else {
+    u -= t.resources;
+    if (u.IsZero()) usage_.erase(key);
+  }
+}
+
+void CellState::Transition(Task* t, v1::Task::State to, Event::Transition why, absl::string_view reason,
+                           const v1::Mutation& m, absl::string_view machine) {
+  v1::Task::State from = t->state;
+  if (from != to) {
+    --task_counts_[from];
+    ++task_counts_[to];
+    Job* j = t->job;
+    auto bump = [&](v1::Task::State s, int d) {
+      if (s == v1::Task::PENDING) j->pending += d;
+      if (s == v1::Task::RUNNING) j->running += d;
+      if (s == v1::Task::DEAD) j->dead += d;
+    };
+    bump(from, -1);
+    bump(to, +1);
+    if (from == v1::Task::PENDING) pending_.erase(t);
+    if (to == v1::Task::PENDING) pending_.insert(t);
+    if (to == v1::Task::DEAD) AddUsage(*t, false);
+  }
+  t->state = to;
+  t->state_revision = revision_;
+  t->history.push_back(EventRec{why, m.time_ms(), revision_, std::string(reason), std::string(machine)});
+  while (t->history.size() > Task::kHistory) t->history.pop_front();
+}
+
+void CellState::Place(Task* t, Machine* mach, Effects* fx) {
+  t->machine = mach;
+  t->last_machine = mach->name;
+  mach->allocated += t->resources;
+  mach->tasks.insert(t);
+  fx->machines.push_back(mach->name);
+}
+
+void CellState::Unplace(Task* t, Effects* fx) {
+  Machine* mach = t->machine;
+  if (mach == nullptr) return;
+  mach->allocated -= t->resources;
+  mach->tasks.erase(t);
+  t->machine = nullptr;
+  fx->machines.push_back(mach->name);
+}
+
+void CellState::UpdateJobState(Job* j, const v1::Mutation& m) {
+  v1::Job::State s;
+  const int32_t total = static_cast<int32_t>(j->tasks.size());
+  if (j->dead == total) {
+    s = v1::Job::DEAD;
+  } else if (j->running > 0) {
+    s = v1::Job::RUNNING;
+  } else {
+    s = v1::Job::PENDING;
+  }
+  if (s == j->state) return;
+  j->state = s;
+  j->state_revision = revision_;
+  Event::Transition why = Event::UPDATE;
+  std::string reason;
+  if (s == v1::Job::RUNNING) {
+    why = Event::SCHEDULE;
+    reason = "a task started";
+  } else if (s == v1::Job::PENDING) {
+    why = Event::RESCHEDULE;
+    reason = "no task running";
+  } else {
+    // Dead: killed if any task was killed last, else finished or failed.
+    bool any_failed = false;
+    for (const Task& t : j->tasks) {
+      if (t.last_event() && t.last_event()->transition == Event::FAIL) any_failed = true;
+    }
+    if (m.has_job_killed()) {
+      why = Event::KILL;
+      reason = m.job_killed().reason().empty() ? "killed" : m.job_killed().reason();
+    } else {
+      why = any_failed ? Event::FAIL : Event::FINISH;
+      reason = any_failed ? "every task is dead; some failed" : "every task finished";
+    }
+  }
+  j->last_event = EventRec{why, m.time_ms(), revision_, std::move(reason), ""};
+}
+
+void CellState::RecordRequest(const std::string& request_id, std::vector<std::string> jobs) {
+  if (request_id.empty()) return;
+  requests_[request_id] = std::move(jobs);
+  request_order_.push_back(request_id);
+  while (request_order_.size() > kMaxRequestIds) {
+    requests_.erase(request_order_.front());
+    request_order_.pop_front();
+  }
+}
+
+void CellState::ApplySubmit(const v1::Mutation& m, Effects* fx) {
+  const v1::JobsSubmitted& s = m.jobs_submitted();
+  std::vector<std::string> ids;
+  for (const v1::JobSpec& spec : s.jobs()) {
+    std::string id = JobId(spec.user(), spec.name());
+    if (auto it = jobs_.find(id); it != jobs_.end()) {
+      // A dead job being submitted again (Figure 2: DEAD -> submit -> PENDING).
+      task_counts_[v1::Task::DEAD] -= static_cast<int64_t>(it->second->tasks.size());
+      jobs_.erase(it);
+    }
+    auto job = std::make_unique<Job>();
+    job->id = id;
+    job->spec = spec;
+    job->state = v1::Job::PENDING;
+    job->submit_time_ms = m.time_ms();
+    job->submit_revision = revision_;
+    job->state_revision = revision_;
+    job->request_id = s.request_id();
+    std::string reason = absl::StrCat("submitted by ", m.actor().empty() ? spec.user() : m.actor());
+    job->last_event = EventRec{Event::SUBMIT, m.time_ms(), revision_, reason, ""};
+    job->tasks.resize(spec.task_count());
+    Job* j = job.get();
+    jobs_.emplace(id, std::move(job));
+    for (int32_t i = 0; i < spec.task_count(); ++i) {
+      Task& t = j->tasks[i];
+      t.job = j;
+      t.index = i;
+      t.state = v1::Task::PENDING;
+      t.resources = TaskResources(spec, i);
+      t.state_revision = revision_;
+      t.history.push_back(EventRec{Event::SUBMIT, m.time_ms(), revision_, reason, ""});
+      ++task_counts_[v1::Task::PENDING];
+      pending_.insert(&t);
+      AddUsage(t, true);
+    }
+    j->pending = spec.task_count();
+    ids.push_back(id);
+  }
+  fx->pending_added = true;
+  RecordRequest(s.request_id(), std::move(ids));
+}
+
+void CellState::ApplyKill(const v1::Mutation& m, Effects* fx) {
+  Job* j = MutableJob(m.job_killed().job());
+  std::string reason = m.job_killed().reason().empty()
+                           ? absl::StrCat("killed by ", m.actor().empty() ? "user" : m.actor())
+                           : m.job_killed().reason();
+  for (Task& t : j->tasks) {
+    if (t.state == v1::Task::DEAD) continue;
+    std::string machine = t.machine ? t.machine->name : "";
+    Unplace(&t, fx);
+    t.phase = t.phase == v1::Task::PHASE_UNSPECIFIED ? t.phase : v1::Task::STOPPING;
+    t.pid = 0;
+    Transition(&t, v1::Task::DEAD, Event::KILL, reason, m, machine);
+  }
+  UpdateJobState(j, m);
+}
+
+void CellState::ApplyScheduled(const v1::Mutation& m, Effects* fx) {
+  const v1::TaskScheduled& s = m.task_scheduled();
+  Task* t = MutableTask(s.job(), s.index());
+  Machine* mach = MutableMachine(s.machine());
+  std::string me = TaskName(s.job(), s.index());
+  for (const v1::TaskRef& ref : s.victims()) {
+    Task* v = MutableTask(ref.job(), ref.index());
+    Unplace(v, fx);
+    v->phase = v1::Task::PHASE_UNSPECIFIED;
+    v->pid = 0;
+    Transition(v, v1::Task::PENDING, Event::EVICT,
+               absl::StrCat("preempted by ", me, " (priority ", t->priority(), ") on ", mach->name), m, mach->name);
+    fx->pending_added = true;
+    UpdateJobState(v->job, m);
+  }
+  ++t->incarnation;
+  Place(t, mach, fx);
+  t->phase = v1::Task::ASSIGNED;
+  t->restarts = 0;
+  t->exit_code = 0;
+  t->exit_signal = 0;
+  t->pid = 0;
+  t->started_ms = 0;
+  t->message.clear();
+  std::string reason = absl::StrCat("scheduled on ", mach->name);
+  if (s.victims_size() > 0) absl::StrAppend(&reason, ", preempting ", s.victims_size(), " task(s)");
+  Transition(t, v1::Task::RUNNING, Event::SCHEDULE, reason, m, mach->name);
+  UpdateJobState(t->job, m);
+}
+
+void CellState::ApplyObserved(const v1::Mutation& m) {
+  const v1::TaskObserved& o = m.task_observed();
+  Task* t = MutableTask(o.task().job(), o.task().index());
+  t->phase = o.phase();
+  t->pid = o.pid();
+  t->restarts = o.restarts();
+  t->exit_code = o.exit_code();
+  t->exit_signal = o.exit_signal();
+  t->message = o.message();
+  t->started_ms = o.started_ms();
+  t->state_revision = revision_;
+}
+
+void CellState::ApplyExited(const v1::Mutation& m, Effects* fx) {
+  const v1::TaskExited& e = m.task_exited();
+  Task* t = MutableTask(e.task().job(), e.task().index());
+  std::string machine = t->machine->name;
+  Unplace(t, fx);
+  t->phase = v1::Task::EXITED;
+  t->exit_code = e.exit_code();
+  t->exit_signal = e.exit_signal();
+  t->restarts = e.restarts();
+  t->pid = 0;
+  bool ok = e.exit_code() == 0 && e.exit_signal() == 0;
+  std::string reason = e.reason();
+  if (reason.empty()) {
+    reason = e.exit_signal() != 0 ? absl::StrCat("killed by signal ", e.exit_signal())
+                                  : absl::StrCat("exited with code ", e.exit_code());
+    if (e.restarts() > 0) absl::StrAppend(&reason, " after ", e.restarts(), " restart(s)");
+  }
+  Transition(t, v1::Task::DEAD, ok ? Event::FINISH : Event::FAIL, reason, m, machine);
+  UpdateJobState(t->job, m);
+}
+
+void CellState::ApplyLost(const v1::Mutation& m, Effects* fx) {
+  const v1::TaskLost& l = m.task_lost();
+  Task* t = MutableTask(l.task().job(), l.task().index());
+  std::string machine = t->machine->name;
+  Unplace(t, fx);
+  t->phase = v1::Task::PHASE_UNSPECIFIED;
+  t->pid = 0;
+  Transition(t, v1::Task::PENDING, Event::LOST, l.reason().empty() ? "lost" : l.reason(), m, machine);
+  fx->pending_added = true;
+  UpdateJobState(t->job, m);
+}
+
+void CellState::ApplyMachineRegistered(const v1::Mutation& m, Effects* fx) {
+  const v1::Machine& in = m.machine_registered().machine();
+  Machine* mach = MutableMachine(in.name());
+  if (mach == nullptr) {
+    auto owned = std::make_unique<Machine>();
+    mach = owned.get();
+    mach->name = in.name();
+    mach->order = machine_seq_++;
+    mach->registered_ms = m.time_ms();
+    machines_.emplace(in.name(), std::move(owned));
+    machine_list_.push_back(mach);
+    mach->reason = "registered";
+  } else {
+    mach->reason = "re-registered";
+  }
+  mach->address = in.address();
+  mach->capacity = ResourceVector::FromProto(in.capacity());
+  mach->attributes = in.attributes();
+  mach->state = v1::Machine::UP;
+  mach->state_revision = revision_;
+  fx->machines.push_back(mach->name);
+}
+
+void CellState::ApplyMachineDown(const v1::Mutation& m, Effects* fx) {
+  Machine* mach = MutableMachine(m.machine_down().name());
+  mach->state = v1::Machine::DOWN;
+  mach->reason = m.machine_down().reason();
+  mach->state_revision = revision_;
+  std::string reason = absl::StrCat("machine ", mach->name, " down");
+  if (!m.machine_down().reason().empty()) absl::StrAppend(&reason, ": ", m.machine_down().reason());
+  std::vector<Task*> lost(mach->tasks.begin(), mach->tasks.end());
+  for (Task* t : lost) {
+    Unplace(t, fx);
+    t->phase = v1::Task::PHASE_UNSPECIFIED;
+    t->pid = 0;
+    Transition(t, v1::Task::PENDING, Event::LOST, reason, m, mach->name);
+    UpdateJobState(t->job, m);
+  }
+  if (!lost.empty()) fx->pending_added = true;
+  fx->machines.push_back(mach->name);
+}
+
+void CellState::ApplyMachineUp(const v1::Mutation& m) {
+  Machine* mach = MutableMachine(m.machine_up().name());
+  mach->state = v1::Machine::UP;
+  mach->reason = m.machine_up().reason();
+  mach->state_revision = revision_;
+}
+
+void CellState::ApplyQuota(const v1::Mutation& m) {
+  const v1::Quota& q = m.quota_set().quota();
+  quotas_[std::make_pair(q.user(), q.band())] = q;
+}
+
+}  // namespace herd::cell

@@ -1,0 +1,216 @@
+// CellState: the whole state of a cell -- jobs, tasks, machines, quotas --
+// changed only by applying mutations in order (DESIGN §2.1).
+//
+// Apply() is deterministic and does no I/O: it reads only the state and the
+// mutation (times come inside the mutation), so the live master, recovery
+// (snapshot + log replay), the scheduler's cached copy and the simulator all
+// run this same code and reach the same state. Every applied mutation bumps
+// the revision. Task and job states follow the Borg paper's Figure 2; every
+// transition records an Event with its reason.
+//
+// Thread-safety: none. The master guards its CellState with a mutex; the
+// scheduler owns its own copy.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "base/priority.h"
+#include "base/resources.h"
+#include "herd/v1/mutation.pb.h"
+#include "herd/v1/objects.pb.h"
+
+namespace herd::cell {
+
+struct Job;
+struct Machine;
+
+// One event of a task's or job's life (compact form of v1::Event).
+struct EventRec {
+  v1::Event::Transition transition = v1::Event::TRANSITION_UNSPECIFIED;
+  int64_t time_ms = 0;
+  int64_t revision = 0;
+  std::string reason;
+  std::string machine;
+  void ToProto(v1::Event* out) const;
+};
+
+struct Task {
+  Job* job = nullptr;
+  int32_t index = 0;
+  v1::Task::State state = v1::Task::PENDING;
+  v1::Task::Phase phase = v1::Task::PHASE_UNSPECIFIED;
+  ResourceVector resources;  // limits after overrides
+  Machine* machine = nullptr;  // while RUNNING
+  std::string last_machine;    // where it ran last (for logs), kept after it leaves
+  int64_t incarnation = 0;
+  int32_t restarts = 0;
+  int32_t exit_code = 0;
+  int32_t exit_signal = 0;
+  int64_t pid = 0;
+  int64_t started_ms = 0;
+  int64_t state_revision = 0;
+  std::string message;
+  std::deque<EventRec> history;  // newest last; at most kHistory
+
+  static constexpr size_t kHistory = 4;
+  int32_t priority() const;
+  const EventRec* last_event() const { return history.empty() ? nullptr : &history.back(); }
+  v1::Task ToProto() const;
+};
+
+struct Job {
+  std::string id;  // "user/name"
+  v1::JobSpec spec;
+  v1::Job::State state = v1::Job::PENDING;
+  int64_t submit_time_ms = 0;
+  int64_t submit_revision = 0;
+  int64_t state_revision = 0;
+  std::string request_id;
+  int32_t pending = 0, running = 0, dead = 0;
+  EventRec last_event;
+  // Fixed size for the job's life, so Task* stay valid.
+  std::vector<Task> tasks;
+
+  int32_t priority() const { return spec.priority(); }
+  v1::Job ToProto() const;
+};
+
+// Orders tasks by (job id, index): deterministic, unlike pointer order.
+struct TaskKeyOrder {
+  bool operator()(const Task* a, const Task* b) const;
+};
+
+struct Machine {
+  std::string name;
+  std::string address;
+  ResourceVector capacity;
+  google::protobuf::Map<std::string, std::string> attributes;
+  v1::Machine::State state = v1::Machine::UP;
+  ResourceVector allocated;  // sum of the limits of tasks placed here
+  absl::btree_set<Task*, TaskKeyOrder> tasks;  // running here, by (job id, index)
+  std::string reason;
+  int64_t state_revision = 0;
+  int64_t registered_ms = 0;
+  int64_t order = 0;  // registration order (deterministic iteration)
+
+  ResourceVector Free() const { return capacity - allocated; }
+  v1::Machine ToProto() const;
+};
+
+// Orders pending tasks: higher priority first, then job id, then index.
+struct PendingOrder {
+  bool operator()(const Task* a, const Task* b) const;
+};
+
+// What an applied mutation touched, for those who react to changes (the
+// link shards poll touched machines at once; the scheduler wakes up).
+struct Effects {
+  std::vector<std::string> machines;  // machines whose desired tasks changed
+  bool pending_added = false;         // tasks became PENDING
+};
+
+class CellState {
+ public:
+  explicit CellState(std::string cell_name = "local");
+  CellState(const CellState&) = delete;
+  CellState& operator=(const CellState&) = delete;
+  CellState(CellState&&) = default;
+  CellState& operator=(CellState&&) = default;
+
+  const std::string& cell_name() const { return cell_name_; }
+  int64_t revision() const { return revision_; }
+
+  // OK iff Apply(m) would succeed; the error says why not.
+  absl::Status Check(const v1::Mutation& m) const;
+  // Applies m. m.revision() must be 0 (not yet assigned) or revision() + 1.
+  // On error the state is unchanged.
+  absl::Status Apply(const v1::Mutation& m, Effects* effects = nullptr);
+
+  // Lookups (nullptr if absent).
+  const Job* FindJob(absl::string_view id) const;
+  const Task* FindTask(absl::string_view job_id, int32_t index) const;
+  const Machine* FindMachine(absl::string_view name) const;
+
+  // Iteration in deterministic order.
+  const absl::btree_map<std::string, std::unique_ptr<Job>>& jobs() const { return jobs_; }
+  const std::vector<Machine*>& machines() const { return machine_list_; }
+  const absl::btree_set<Task*, PendingOrder>& pending() const { return pending_; }
+
+  // Quota configured for (user, band), or nullptr (unlimited).
+  const v1::Quota* FindQuota(absl::string_view user, Band band) const;
+  const absl::btree_map<std::pair<std::string, std::string>, v1::Quota>& quotas() const { return quotas_; }
+  // Sum of the limits of the user's live (not DEAD) tasks in the band.
+  ResourceVector Usage(absl::string_view user, Band band) const;
+  // The jobs created by a submit request id (empty if unknown).
+  const std::vector<std::string>* FindRequest(absl::string_view request_id) const;
+
+  // Counts for summaries.
+  int64_t task_count(v1::Task::State s) const;
+
+  v1::CellSnapshot ToSnapshot() const;
+  static absl::StatusOr<CellState> FromSnapshot(const v1::CellSnapshot& snapshot);
+
+  // Verifies the invariants (allocation sums, machine<->task links, pending
+  // set, job counts, quota usage). Tests call it after every mutation.
+  absl::Status CheckInvariants() const;
+
+ private:
+  Job* MutableJob(absl::string_view id);
+  Task* MutableTask(absl::string_view job_id, int32_t index);
+  Machine* MutableMachine(absl::string_view name);
+  absl::Status CheckRef(const v1::TaskRef& ref, const Task** out) const;
+
+  absl::Status CheckSubmit(const v1::JobsSubmitted& m) const;
+  absl::Status CheckKill(const v1::JobKilled& m) const;
+  absl::Status CheckScheduled(const v1::TaskScheduled& m) const;
+  absl::Status CheckMachineRegistered(const v1::MachineRegistered& m) const;
+  absl::Status CheckQuota(const v1::QuotaSet& m) const;
+
+  void ApplySubmit(const v1::Mutation& m, Effects* fx);
+  void ApplyKill(const v1::Mutation& m, Effects* fx);
+  void ApplyScheduled(const v1::Mutation& m, Effects* fx);
+  void ApplyObserved(const v1::Mutation& m);
+  void ApplyExited(const v1::Mutation& m, Effects* fx);
+  void ApplyLost(const v1::Mutation& m, Effects* fx);
+  void ApplyMachineRegistered(const v1::Mutation& m, Effects* fx);
+  void ApplyMachineDown(const v1::Mutation& m, Effects* fx);
+  void ApplyMachineUp(const v1::Mutation& m);
+  void ApplyQuota(const v1::Mutation& m);
+
+  // State transitions of one task (keep counts, sets and sums in step).
+  void Transition(Task* t, v1::Task::State to, v1::Event::Transition why, absl::string_view reason,
+                  const v1::Mutation& m, absl::string_view machine = "");
+  void Unplace(Task* t, Effects* fx);
+  void Place(Task* t, Machine* mach, Effects* fx);
+  void UpdateJobState(Job* j, const v1::Mutation& m);
+  void AddUsage(const Task& t, bool add);
+  void RecordRequest(const std::string& request_id, std::vector<std::string> jobs);
+
+  std::string cell_name_;
+  int64_t revision_ = 0;
+  absl::btree_map<std::string, std::unique_ptr<Job>> jobs_;
+  absl::flat_hash_map<std::string, std::unique_ptr<Machine>> machines_;
+  std::vector<Machine*> machine_list_;
+  absl::btree_set<Task*, PendingOrder> pending_;
+  absl::btree_map<std::pair<std::string, std::string>, v1::Quota> quotas_;  // (user, band)
+  absl::flat_hash_map<std::pair<std::string, int>, ResourceVector> usage_;  // (user, band)
+  absl::flat_hash_map<std::string, std::vector<std::string>> requests_;
+  std::deque<std::string> request_order_;  // oldest first, bounded
+  int64_t task_counts_[4] = {0, 0, 0, 0};
+  int64_t machine_seq_ = 0;
+
+  static constexpr size_t kMaxRequestIds = 100'000;
+};
+
+}  // namespace herd::cell

@@ -1,0 +1,274 @@
+#include "cell/cell_state.h"
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include "base/rng.h"
+#include "testing/builders.h"
+
+namespace herd::cell {
+namespace {
+
+using namespace herd::testing;  // NOLINT
+using v1::Event;
+
+
+class CellStateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK(MachineBuilder("m1").Cpu(2000).Memory(4LL << 30).Attr("rack", "r1").Build());
+    ASSERT_OK(MachineBuilder("m2").Cpu(2000).Memory(4LL << 30).Attr("rack", "r2").Build());
+  }
+  void ASSERT_OK(const v1::Machine& m) { Apply(Register(m)); }
+  // Applies m, expecting success, and checks the invariants.
+  void Apply(const v1::Mutation& m) {
+    int64_t rev = state_.revision();
+    absl::Status st = state_.Apply(m);
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_EQ(state_.revision(), rev + 1);
+    absl::Status inv = state_.CheckInvariants();
+    ASSERT_TRUE(inv.ok()) << inv;
+    log_.push_back(m);
+  }
+  // Applies m, expecting `code`, and checks that nothing changed.
+  void Reject(const v1::Mutation& m, absl::StatusCode code, const std::string& msg_part = "") {
+    v1::CellSnapshot before = state_.ToSnapshot();
+    absl::Status st = state_.Apply(m);
+    EXPECT_EQ(st.code(), code) << st;
+    if (!msg_part.empty()) EXPECT_NE(std::string(st.message()).find(msg_part), std::string::npos) << st;
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(before, state_.ToSnapshot()));
+  }
+  const Task& T(const std::string& job, int i) { return *state_.FindTask(job, i); }
+
+  CellState state_;
+  std::vector<v1::Mutation> log_;
+};
+
+TEST_F(CellStateTest, SubmitCreatesPendingTasks) {
+  Apply(Submit(JobBuilder("web").Tasks(3).Build()));
+  const Job* j = state_.FindJob("alice/web");
+  ASSERT_NE(j, nullptr);
+  EXPECT_EQ(j->state, v1::Job::PENDING);
+  EXPECT_EQ(j->pending, 3);
+  EXPECT_EQ(state_.pending().size(), 3u);
+  EXPECT_EQ(T("alice/web", 2).last_event()->transition, Event::SUBMIT);
+  EXPECT_EQ(state_.Usage("alice", Band::kBatch).cpu_millis, 300);
+}
+
+TEST_F(CellStateTest, ScheduleRunsTaskAndAllocates) {
+  Apply(Submit(JobBuilder("web").Tasks(2).Cpu(500).Build()));
+  Apply(Schedule("alice/web", 0, "m1"));
+  const Task& t = T("alice/web", 0);
+  EXPECT_EQ(t.state, v1::Task::RUNNING);
+  EXPECT_EQ(t.phase, v1::Task::ASSIGNED);
+  EXPECT_EQ(t.incarnation, 1);
+  EXPECT_EQ(t.last_event()->transition, Event::SCHEDULE);
+  EXPECT_EQ(t.last_event()->reason, "scheduled on m1");
+  EXPECT_EQ(state_.FindMachine("m1")->allocated.cpu_millis, 500);
+  EXPECT_EQ(state_.FindJob("alice/web")->state, v1::Job::RUNNING);
+}
+
+TEST_F(CellStateTest, ScheduleRejectsWhatNoLongerHolds) {
+  Apply(Submit(JobBuilder("web").Tasks(2).Cpu(1500).Build()));
+  int64_t rev0 = T("alice/web", 0).state_revision;
+  Reject(Schedule("alice/web", 0, "m1", {}, rev0 + 100), absl::StatusCode::kFailedPrecondition, "changed");
+  Reject(Schedule("alice/web", 0, "nowhere"), absl::StatusCode::kNotFound);
+  Reject(Schedule("alice/web", 7, "m1"), absl::StatusCode::kNotFound);
+  Apply(Schedule("alice/web", 0, "m1", {}, rev0));
+  Reject(Schedule("alice/web", 0, "m2"), absl::StatusCode::kFailedPrecondition, "not PENDING");
+  Reject(Schedule("alice/web", 1, "m1"), absl::StatusCode::kFailedPrecondition, "cpu asks 1.5, 500m free");
+  Apply(Down("m2"));
+  Reject(Schedule("alice/web", 1, "m2"), absl::StatusCode::kFailedPrecondition, "not up");
+}
+
+TEST_F(CellStateTest, HardConstraintsAreCheckedAtCommit) {
+  Apply(Submit(JobBuilder("web").Constraint("rack", v1::Constraint::EQ, {"r2"}).Build()));
+  Reject(Schedule("alice/web", 0, "m1"), absl::StatusCode::kFailedPrecondition, "rack == r2");
+  Apply(Schedule("alice/web", 0, "m2"));
+}
+
+TEST_F(CellStateTest, PreemptionEvictsVictimsToPending) {
+  Apply(Submit(JobBuilder("batch").Priority(100).Cpu(2000).Build()));
+  Apply(Schedule("alice/batch", 0, "m1"));
+  Apply(Submit(JobBuilder("prod", "bob").Priority(200).Cpu(1000).Build()));
+  Reject(Schedule("bob/prod", 0, "m1"), absl::StatusCode::kFailedPrecondition, "does not fit");
+  Apply(Schedule("bob/prod", 0, "m1", {Ref("alice/batch", 0, 1)}));
+  const Task& v = T("alice/batch", 0);
+  EXPECT_EQ(v.state, v1::Task::PENDING);
+  EXPECT_EQ(v.last_event()->transition, Event::EVICT);
+  EXPECT_EQ(v.last_event()->reason, "preempted by bob/prod/0 (priority 200) on m1");
+  EXPECT_EQ(state_.FindJob("alice/batch")->state, v1::Job::PENDING);
+  EXPECT_EQ(state_.FindMachine("m1")->allocated.cpu_millis, 1000);
+}
+
+TEST_F(CellStateTest, ProductionNeverPreemptsProduction) {
+  Apply(Submit(JobBuilder("low").Priority(150).Cpu(2000).Build()));
+  Apply(Schedule("alice/low", 0, "m1"));
+  Apply(Submit(JobBuilder("high").Priority(300).Cpu(1000).Build()));
+  Reject(Schedule("alice/high", 0, "m1", {Ref("alice/low", 0, 1)}), absl::StatusCode::kFailedPrecondition,
+         "may not preempt");
+  // A stale victim (wrong incarnation) is refused too.
+  Apply(Submit(JobBuilder("mon").Priority(400).Cpu(1000).Build()));
+  Reject(Schedule("alice/mon", 0, "m1", {Ref("alice/low", 0, 7)}), absl::StatusCode::kFailedPrecondition);
+  Apply(Schedule("alice/mon", 0, "m1", {Ref("alice/low", 0, 1)}));
+}
+
+TEST_F(CellStateTest, AgentReportsAndExits) {
+  Apply(Submit(JobBuilder("job").Tasks(2).Build()));
+  Apply(Schedule("alice/job", 0, "m1"));
+  Apply(Schedule("alice/job", 1, "m2"));
+  Apply(Observed(Ref("alice/job", 0, 1), v1::Task::ACTIVE, 1234));
+  EXPECT_EQ(T("alice/job", 0).pid, 1234);
+  EXPECT_EQ(T("alice/job", 0).phase, v1::Task::ACTIVE);
+  Reject(Observed(Ref("alice/job", 0, 9), v1::Task::ACTIVE), absl::StatusCode::kFailedPrecondition, "incarnation");
+  Apply(Exited(Ref("alice/job", 0, 1), 0));
+  EXPECT_EQ(T("alice/job", 0).state, v1::Task::DEAD);
+  EXPECT_EQ(T("alice/job", 0).last_event()->transition, Event::FINISH);
+  EXPECT_EQ(state_.FindMachine("m1")->allocated.cpu_millis, 0);
+  Apply(Exited(Ref("alice/job", 1, 1), 3));
+  EXPECT_EQ(T("alice/job", 1).last_event()->transition, Event::FAIL);
+  EXPECT_EQ(T("alice/job", 1).last_event()->reason, "exited with code 3");
+  const Job* j = state_.FindJob("alice/job");
+  EXPECT_EQ(j->state, v1::Job::DEAD);
+  EXPECT_EQ(j->last_event.transition, Event::FAIL);
+  EXPECT_TRUE(state_.Usage("alice", Band::kBatch).IsZero());
+}
+
+TEST_F(CellStateTest, MachineDownLosesTasksAndUpRestoresMachine) {
+  Apply(Submit(JobBuilder("job").Tasks(3).Build()));
+  Apply(Schedule("alice/job", 0, "m1"));
+  Apply(Schedule("alice/job", 1, "m1"));
+  Apply(Schedule("alice/job", 2, "m2"));
+  Apply(Down("m1", "missed 3 polls"));
+  EXPECT_EQ(T("alice/job", 0).state, v1::Task::PENDING);
+  EXPECT_EQ(T("alice/job", 0).last_event()->transition, Event::LOST);
+  EXPECT_EQ(T("alice/job", 0).last_event()->reason, "machine m1 down: missed 3 polls");
+  EXPECT_EQ(T("alice/job", 2).state, v1::Task::RUNNING);
+  Reject(Down("m1"), absl::StatusCode::kFailedPrecondition);
+  // Rescheduled elsewhere with a new incarnation; the old one is stale.
+  Apply(Schedule("alice/job", 0, "m2"));
+  EXPECT_EQ(T("alice/job", 0).incarnation, 2);
+  Reject(Observed(Ref("alice/job", 0, 1), v1::Task::ACTIVE), absl::StatusCode::kFailedPrecondition);
+  Apply(Up("m1"));
+  EXPECT_EQ(state_.FindMachine("m1")->state, v1::Machine::UP);
+  Apply(Lost(Ref("alice/job", 2, 1), "agent does not know it"));
+  EXPECT_EQ(T("alice/job", 2).state, v1::Task::PENDING);
+}
+
+TEST_F(CellStateTest, KillAndResubmit) {
+  Apply(Submit(JobBuilder("job").Tasks(2).Build()));
+  Apply(Schedule("alice/job", 0, "m1"));
+  Reject(Submit(JobBuilder("job").Build()), absl::StatusCode::kAlreadyExists);
+  Apply(Kill("alice/job", "no longer needed"));
+  EXPECT_EQ(T("alice/job", 0).state, v1::Task::DEAD);
+  EXPECT_EQ(T("alice/job", 1).last_event()->transition, Event::KILL);
+  EXPECT_EQ(T("alice/job", 1).last_event()->reason, "no longer needed");
+  EXPECT_EQ(state_.FindMachine("m1")->allocated.cpu_millis, 0);
+  EXPECT_EQ(state_.FindJob("alice/job")->state, v1::Job::DEAD);
+  Reject(Kill("alice/job"), absl::StatusCode::kFailedPrecondition);
+  Reject(Kill("alice/none"), absl::StatusCode::kNotFound);
+  Apply(Submit(JobBuilder("job").Tasks(5).Build()));
+  EXPECT_EQ(state_.FindJob("alice/job")->pending, 5);
+  EXPECT_EQ(state_.task_count(v1::Task::DEAD), 0);
+}
+
+TEST_F(CellStateTest, RequestIdsAreRemembered) {
+  Apply(Submit({JobBuilder("a").Build(), JobBuilder("b").Build()}, "req-1"));
+  ASSERT_NE(state_.FindRequest("req-1"), nullptr);
+  EXPECT_EQ(state_.FindRequest("req-1")->size(), 2u);
+  Reject(Submit({JobBuilder("c").Build()}, "req-1"), absl::StatusCode::kAlreadyExists);
+  Reject(Submit({JobBuilder("d").Build(), JobBuilder("d").Build()}), absl::StatusCode::kInvalidArgument, "twice");
+}
+
+TEST_F(CellStateTest, RevisionMustFollow) {
+  v1::Mutation m = Submit(JobBuilder("a").Build());
+  m.set_revision(state_.revision() + 5);
+  Reject(m, absl::StatusCode::kFailedPrecondition, "does not follow");
+  m.set_revision(state_.revision() + 1);
+  Apply(m);
+}
+
+// Random walk over valid and invalid mutations: after each the invariants
+// hold; replaying the accepted ones gives the same state; a snapshot taken at
+// any point restores to an equal state.
+TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    Rng rng(seed);
+    CellState state;
+    std::vector<v1::Mutation> accepted;
+    std::vector<std::string> machines, jobs;
+    for (int i = 0; i < 6; ++i) {
+      machines.push_back("m" + std::to_string(i));
+      v1::Mutation m = Register(MachineBuilder(machines.back()).Cpu(2000 + 1000 * (i % 3)).Build());
+      ASSERT_TRUE(state.Apply(m).ok());
+      accepted.push_back(m);
+    }
+    for (int step = 0; step < 1500; ++step) {
+      v1::Mutation m;
+      int kind = rng.Uniform(9);
+      if (kind == 0 || jobs.empty()) {
+        std::string name = "j" + std::to_string(rng.Uniform(12));
+        m = Submit(JobBuilder(name, rng.Uniform(2) ? "alice" : "bob")
+                       .Tasks(1 + rng.Uniform(4))
+                       .Priority(static_cast<int32_t>(rng.Uniform(3) * 100 + rng.Uniform(2) * 150))
+                       .Cpu(100 + 100 * rng.Uniform(10))
+                       .Build());
+        jobs.push_back(m.jobs_submitted().jobs(0).user() + "/" + name);
+      } else {
+        const std::string& job = jobs[rng.Uniform(jobs.size())];
+        const std::string& mach = machines[rng.Uniform(machines.size())];
+        int32_t idx = static_cast<int32_t>(rng.Uniform(4));
+        const Task* t = state.FindTask(job, idx);
+        int64_t inc = t ? t->incarnation : 1;
+        switch (kind) {
+          case 1:
+          case 2:
+          case 3: {
+            std::vector<v1::TaskRef> victims;
+            if (const Machine* mm = state.FindMachine(mach); mm && !mm->tasks.empty() && rng.Uniform(2)) {
+              const Task* v = *mm->tasks.begin();
+              victims.push_back(Ref(v->job->id, v->index, v->incarnation));
+            }
+            m = Schedule(job, idx, mach, victims);
+            break;
+          }
+          case 4:
+            m = Observed(Ref(job, idx, inc), v1::Task::ACTIVE, 100 + step);
+            break;
+          case 5:
+            m = Exited(Ref(job, idx, inc), static_cast<int32_t>(rng.Uniform(2)));
+            break;
+          case 6:
+            m = rng.Uniform(4) == 0 ? Kill(job) : Lost(Ref(job, idx, inc));
+            break;
+          case 7:
+            m = Down(mach);
+            break;
+          default:
+            m = Up(mach);
+            break;
+        }
+      }
+      m.set_time_ms(step);
+      absl::Status check = state.Check(m);
+      absl::Status st = state.Apply(m);
+      ASSERT_EQ(check.ok(), st.ok()) << "Check and Apply disagree: " << check << " vs " << st;
+      if (st.ok()) accepted.push_back(m);
+      absl::Status inv = state.CheckInvariants();
+      ASSERT_TRUE(inv.ok()) << "seed " << seed << " step " << step << ": " << inv;
+      if (step % 300 == 0) {
+        auto restored = CellState::FromSnapshot(state.ToSnapshot());
+        ASSERT_TRUE(restored.ok()) << restored.status();
+        ASSERT_TRUE(google::protobuf::util::MessageDifferencer::Equals(state.ToSnapshot(), restored->ToSnapshot()));
+      }
+    }
+    CellState replay;
+    for (const auto& m : accepted) ASSERT_TRUE(replay.Apply(m).ok());
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(state.ToSnapshot(), replay.ToSnapshot()))
+        << "seed " << seed;
+    EXPECT_GT(state.revision(), 100);
+  }
+}
+
+}  // namespace
+}  // namespace herd::cell

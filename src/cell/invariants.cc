@@ -1,0 +1,72 @@
+// CellState::CheckInvariants: the facts every reachable state satisfies.
+#include "absl/strings/str_cat.h"
+#include "base/ids.h"
+#include "cell/cell_state.h"
+
+namespace herd::cell {
+
+absl::Status CellState::CheckInvariants() const {
+  auto fail = [](auto&&... parts) { return absl::InternalError(absl::StrCat("invariant: ", parts...)); };
+  int64_t counts[4] = {0, 0, 0, 0};
+  size_t pending = 0;
+  absl::flat_hash_map<std::pair<std::string, int>, ResourceVector> usage;
+  absl::flat_hash_map<const Machine*, ResourceVector> alloc;
+  absl::flat_hash_map<const Machine*, size_t> on_machine;
+  for (const auto& [id, j] : jobs_) {
+    if (j->id != id) return fail("job key ", id, " != id ", j->id);
+    if (static_cast<int32_t>(j->tasks.size()) != j->spec.task_count()) return fail("job ", id, " task count");
+    int32_t p = 0, r = 0, d = 0;
+    for (const Task& t : j->tasks) {
+      std::string name = TaskName(id, t.index);
+      if (t.job != j.get()) return fail("task ", name, " points at another job");
+      if (t.state < v1::Task::PENDING || t.state > v1::Task::DEAD) return fail("task ", name, " has no state");
+      ++counts[t.state];
+      if (t.state == v1::Task::PENDING) {
+        ++p;
+        ++pending;
+        if (!pending_.contains(const_cast<Task*>(&t))) return fail("pending task ", name, " not queued");
+        if (t.machine) return fail("pending task ", name, " has a machine");
+      } else if (t.state == v1::Task::RUNNING) {
+        ++r;
+        if (t.machine == nullptr) return fail("running task ", name, " has no machine");
+        if (t.machine->state != v1::Machine::UP) return fail("task ", name, " runs on down machine");
+        if (!t.machine->tasks.contains(const_cast<Task*>(&t))) return fail("machine does not list ", name);
+        alloc[t.machine] += t.resources;
+        ++on_machine[t.machine];
+      } else {
+        ++d;
+        if (t.machine) return fail("dead task ", name, " has a machine");
+      }
+      if (t.state != v1::Task::DEAD) {
+        usage[std::make_pair(j->spec.user(), static_cast<int>(BandOf(t.priority())))] += t.resources;
+      }
+      if (t.state_revision > revision_) return fail("task ", name, " revision from the future");
+    }
+    if (p != j->pending || r != j->running || d != j->dead) return fail("job ", id, " counts");
+    v1::Job::State want = d == j->spec.task_count() ? v1::Job::DEAD
+                          : r > 0                   ? v1::Job::RUNNING
+                                                    : v1::Job::PENDING;
+    if (j->state != want) return fail("job ", id, " state ", v1::Job::State_Name(j->state));
+  }
+  for (int s = 1; s < 4; ++s) {
+    if (counts[s] != task_counts_[s]) return fail("task count for state ", s);
+  }
+  if (pending != pending_.size()) return fail("pending set has ", pending_.size(), " tasks, expected ", pending);
+  for (const Machine* m : machine_list_) {
+    ResourceVector a = alloc.count(m) ? alloc[m] : ResourceVector{};
+    if (!(a == m->allocated)) return fail("machine ", m->name, " allocated ", m->allocated.ToString(), " != ", a.ToString());
+    size_t n = on_machine.count(m) ? on_machine[m] : 0;
+    if (n != m->tasks.size()) return fail("machine ", m->name, " task list");
+  }
+  if (machine_list_.size() != machines_.size()) return fail("machine list");
+  for (const auto& [key, v] : usage) {
+    auto it = usage_.find(key);
+    if (it == usage_.end() || !(it->second == v)) return fail("quota usage of ", key.first);
+  }
+  for (const auto& [key, v] : usage_) {
+    if (!usage.contains(key) && !v.IsZero()) return fail("stale quota usage of ", key.first);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace herd::cell

@@ -1,0 +1,132 @@
+// CellState <-> CellSnapshot (the snapshot half of a checkpoint).
+#include "absl/strings/str_cat.h"
+#include "base/ids.h"
+#include "base/status.h"
+#include "cell/cell_state.h"
+
+namespace herd::cell {
+
+namespace {
+EventRec FromProto(const v1::Event& e) {
+  return EventRec{e.transition(), e.time_ms(), e.revision(), e.reason(), e.machine()};
+}
+}  // namespace
+
+v1::CellSnapshot CellState::ToSnapshot() const {
+  v1::CellSnapshot s;
+  s.set_revision(revision_);
+  s.set_cell(cell_name_);
+  for (const auto& [id, job] : jobs_) {
+    *s.add_jobs() = job->ToProto();
+    for (const Task& t : job->tasks) *s.add_tasks() = t.ToProto();
+  }
+  for (const Machine* m : machine_list_) *s.add_machines() = m->ToProto();
+  for (const auto& [key, q] : quotas_) *s.add_quotas() = q;
+  for (const std::string& id : request_order_) {
+    v1::SubmitRecord* r = s.add_requests();
+    r->set_request_id(id);
+    for (const std::string& j : requests_.at(id)) r->add_jobs(j);
+  }
+  return s;
+}
+
+absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
+  CellState c(s.cell());
+  c.revision_ = s.revision();
+  for (const v1::Machine& pm : s.machines()) {
+    auto m = std::make_unique<Machine>();
+    m->name = pm.name();
+    m->address = pm.address();
+    m->capacity = ResourceVector::FromProto(pm.capacity());
+    m->attributes = pm.attributes();
+    m->state = pm.state();
+    m->reason = pm.reason();
+    m->state_revision = pm.state_revision();
+    m->registered_ms = pm.registered_ms();
+    m->order = c.machine_seq_++;
+    Machine* raw = m.get();
+    if (!c.machines_.emplace(pm.name(), std::move(m)).second) {
+      return absl::DataLossError(absl::StrCat("snapshot: machine ", pm.name(), " appears twice"));
+    }
+    c.machine_list_.push_back(raw);
+  }
+  for (const v1::Job& pj : s.jobs()) {
+    auto j = std::make_unique<Job>();
+    j->id = pj.id();
+    j->spec = pj.spec();
+    j->state = pj.state();
+    j->submit_time_ms = pj.submit_time_ms();
+    j->submit_revision = pj.submit_revision();
+    j->state_revision = pj.state_revision();
+    j->request_id = pj.request_id();
+    j->last_event = FromProto(pj.last_event());
+    if (pj.spec().task_count() < 0 || pj.spec().task_count() > 100'000) {
+      return absl::DataLossError(absl::StrCat("snapshot: job ", pj.id(), " has a bad task count"));
+    }
+    j->tasks.resize(pj.spec().task_count());
+    for (int32_t i = 0; i < pj.spec().task_count(); ++i) {
+      j->tasks[i].job = j.get();
+      j->tasks[i].index = i;
+      j->tasks[i].state = v1::Task::STATE_UNSPECIFIED;
+    }
+    if (!c.jobs_.emplace(pj.id(), std::move(j)).second) {
+      return absl::DataLossError(absl::StrCat("snapshot: job ", pj.id(), " appears twice"));
+    }
+  }
+  for (const v1::Task& pt : s.tasks()) {
+    Task* t = c.MutableTask(pt.job(), pt.index());
+    if (t == nullptr) {
+      return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(pt.job(), pt.index()), " has no job"));
+    }
+    t->state = pt.state();
+    t->phase = pt.phase();
+    t->resources = ResourceVector::FromProto(pt.resources());
+    t->last_machine = pt.machine();
+    t->incarnation = pt.incarnation();
+    t->restarts = pt.restarts();
+    t->exit_code = pt.exit_code();
+    t->exit_signal = pt.exit_signal();
+    t->pid = pt.pid();
+    t->started_ms = pt.started_ms();
+    t->state_revision = pt.state_revision();
+    t->message = pt.message();
+    for (const v1::Event& e : pt.history()) t->history.push_back(FromProto(e));
+    if (t->state < v1::Task::PENDING || t->state > v1::Task::DEAD) {
+      return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(pt.job(), pt.index()), " has no state"));
+    }
+    ++c.task_counts_[t->state];
+    Job* j = t->job;
+    if (t->state == v1::Task::PENDING) {
+      ++j->pending;
+      c.pending_.insert(t);
+    } else if (t->state == v1::Task::RUNNING) {
+      ++j->running;
+      Machine* m = c.MutableMachine(pt.machine());
+      if (m == nullptr) {
+        return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(pt.job(), pt.index()),
+                                                " runs on unknown machine ", pt.machine()));
+      }
+      t->machine = m;
+      m->allocated += t->resources;
+      m->tasks.insert(t);
+    } else {
+      ++j->dead;
+    }
+    if (t->state != v1::Task::DEAD) c.AddUsage(*t, true);
+  }
+  for (const auto& [id, j] : c.jobs_) {
+    for (const Task& t : j->tasks) {
+      if (t.state == v1::Task::STATE_UNSPECIFIED) {
+        return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(id, t.index), " is missing"));
+      }
+    }
+  }
+  for (const v1::Quota& q : s.quotas()) c.quotas_[std::make_pair(q.user(), q.band())] = q;
+  for (const v1::SubmitRecord& r : s.requests()) {
+    c.RecordRequest(r.request_id(), std::vector<std::string>(r.jobs().begin(), r.jobs().end()));
+  }
+  HERD_RETURN_IF_ERROR(c.CheckInvariants());
+  return c;
+}
+
+}  // namespace herd::cell
