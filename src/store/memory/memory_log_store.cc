@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -11,6 +12,10 @@ struct MemoryLogStore::Impl {
   std::map<int64_t, v1::Mutation> log;
   std::map<int64_t, v1::CellSnapshot> snapshots;
   int64_t last = 0;
+  // Log entries at or before this revision were dropped by Compact.
+  int64_t compacted = 0;
+
+  int64_t First() const { return compacted == 0 ? 0 : snapshots.begin()->first; }
 };
 
 MemoryLogStore::MemoryLogStore() : impl_(std::make_unique<Impl>()) {}
@@ -38,16 +43,15 @@ absl::StatusOr<int64_t> MemoryLogStore::LastRevision() {
 
 absl::StatusOr<int64_t> MemoryLogStore::FirstRevision() {
   std::lock_guard l(impl_->mu);
-  if (!impl_->log.empty() && impl_->log.begin()->first == 1) return 0;
-  if (impl_->snapshots.empty()) return impl_->log.empty() ? impl_->last : impl_->log.begin()->first - 1;
-  return impl_->snapshots.begin()->first;
+  return impl_->First();
 }
 
 absl::Status MemoryLogStore::WriteSnapshot(const v1::CellSnapshot& snapshot) {
   std::lock_guard l(impl_->mu);
-  if (snapshot.revision() > impl_->last) {
+  if (snapshot.revision() > impl_->last || snapshot.revision() < impl_->First()) {
     return absl::FailedPreconditionError(absl::StrCat("snapshot at revision ", snapshot.revision(),
-                                                      " is past the log's end ", impl_->last));
+                                                      " is outside the log [", impl_->First(), ", ",
+                                                      impl_->last, "]"));
   }
   impl_->snapshots[snapshot.revision()] = snapshot;
   return absl::OkStatus();
@@ -66,6 +70,12 @@ absl::Status MemoryLogStore::ReadLog(int64_t from, int64_t to,
   std::vector<v1::Mutation> copy;
   {
     std::lock_guard l(impl_->mu);
+    from = std::max<int64_t>(from, 1);
+    if (from > to) return absl::OkStatus();
+    if (from <= impl_->compacted) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "revision ", from, " was compacted; the log now starts after ", impl_->compacted));
+    }
     for (auto it = impl_->log.lower_bound(from); it != impl_->log.end() && it->first <= to; ++it) {
       copy.push_back(it->second);
     }
@@ -84,6 +94,7 @@ absl::Status MemoryLogStore::Compact(int64_t revision) {
   int64_t keep = it->first;
   impl_->snapshots.erase(impl_->snapshots.begin(), it);
   impl_->log.erase(impl_->log.begin(), impl_->log.upper_bound(keep));
+  impl_->compacted = std::max(impl_->compacted, keep);
   return absl::OkStatus();
 }
 
