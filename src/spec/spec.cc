@@ -1,0 +1,218 @@
+#include "spec/spec.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/ids.h"
+#include "spec/jsonnet/evaluate.h"
+#include "spec/source_map.h"
+#include "spec/validate.h"
+#include "spec/yaml/job_reader.h"
+#include "spec/yaml/node_reader.h"
+
+namespace herd::spec {
+namespace {
+
+using yaml::LocationOf;
+
+absl::string_view FormatName(Format f) { return f == Format::kYaml ? "YAML" : "JSON"; }
+
+// True if the map `node` has the key `key`.
+bool HasKey(const YAML::Node& node, absl::string_view key) {
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == key) return true;
+  }
+  return false;
+}
+
+std::string FormatDiagnostic(absl::string_view source, bool has_lines, const Diagnostic& d) {
+  std::string out(source);
+  if (has_lines && d.loc.known()) absl::StrAppend(&out, ":", d.loc.line + 1, ":", d.loc.column + 1);
+  absl::StrAppend(&out, ": ");
+  if (!d.path.empty()) absl::StrAppend(&out, d.path, ": ");
+  absl::StrAppend(&out, d.message);
+  return out;
+}
+
+// Reads the jobs of one file, already loaded as YAML documents.
+class FileReader {
+ public:
+  FileReader(std::string source, bool has_lines, const ParseOptions& opts)
+      : source_(std::move(source)), has_lines_(has_lines), opts_(opts) {}
+
+  absl::StatusOr<std::vector<v1::JobSpec>> Read(const std::vector<YAML::Node>& docs);
+
+ private:
+  // The job maps of the file, in order; `bare` if the file is one job map.
+  std::vector<YAML::Node> CollectJobs(const std::vector<YAML::Node>& docs, bool* bare);
+  void CheckDuplicate(const v1::JobSpec& spec, int index, const JobSourceMap& map);
+
+  std::string source_;
+  bool has_lines_;
+  const ParseOptions& opts_;
+  std::vector<Diagnostic> diags_;
+  struct First {
+    int index;
+    Location loc;
+  };
+  absl::flat_hash_map<std::string, First> seen_;
+};
+
+std::vector<YAML::Node> FileReader::CollectJobs(const std::vector<YAML::Node>& docs, bool* bare) {
+  JobSourceMap file_map("", {}, has_lines_, &diags_);
+  yaml::NodeReader top(&file_map);
+  std::vector<YAML::Node> jobs;
+  int nonempty = 0;
+  int bare_maps = 0;
+  for (const YAML::Node& doc : docs) {
+    if (!doc.IsDefined() || doc.IsNull()) continue;
+    ++nonempty;
+    yaml::Value v{doc, FieldPath{}, LocationOf(doc)};
+    if (doc.IsMap() && HasKey(doc, "jobs")) {
+      std::optional<yaml::Fields> f = top.Map(v, {"jobs"}, "");
+      const yaml::Entry* e = f ? f->Get("jobs") : nullptr;
+      if (e == nullptr) continue;
+      yaml::Value jv = top.ValueOf(*e, FieldPath{});
+      if (!e->value.IsSequence()) {
+        top.TypeError(jv, "a list of jobs");
+        continue;
+      }
+      for (const YAML::Node& job : e->value) jobs.push_back(job);
+    } else if (doc.IsMap()) {
+      jobs.push_back(doc);
+      ++bare_maps;
+    } else if (doc.IsSequence()) {
+      for (const YAML::Node& job : doc) jobs.push_back(job);
+    } else {
+      top.TypeError(v, "a job (a map with name:, command:, resources: ...), a list of jobs, or jobs: [...]");
+    }
+  }
+  *bare = nonempty == 1 && bare_maps == 1;
+  return jobs;
+}
+
+void FileReader::CheckDuplicate(const v1::JobSpec& spec, int index, const JobSourceMap& map) {
+  if (spec.name().empty() || spec.user().empty()) return;
+  std::string id = JobId(spec.user(), spec.name());
+  Diagnostic d = map.Locate("name");
+  auto [it, inserted] = seen_.try_emplace(id, First{index, d.loc});
+  if (inserted) return;
+  std::string where = absl::StrCat("jobs[", it->second.index, "]");
+  if (has_lines_ && it->second.loc.known()) absl::StrAppend(&where, ", line ", it->second.loc.line + 1);
+  d.message = absl::StrCat("job '", id, "' is defined twice in this file (first as ", where, ")");
+  diags_.push_back(std::move(d));
+}
+
+absl::StatusOr<std::vector<v1::JobSpec>> FileReader::Read(const std::vector<YAML::Node>& docs) {
+  bool bare = false;
+  std::vector<YAML::Node> jobs = CollectJobs(docs, &bare);
+  std::vector<v1::JobSpec> specs;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    std::string prefix = bare ? "" : absl::StrCat("jobs[", i, "]");
+    JobSourceMap map(prefix, LocationOf(jobs[i]), has_lines_, &diags_);
+    v1::JobSpec spec = yaml::ReadJob(jobs[i], &map);
+    if (map.IsBad("")) continue;  // not a job at all; already reported
+    if (spec.user().empty() && !opts_.default_user.empty() && !map.IsBad("user")) {
+      spec.set_user(opts_.default_user);
+    }
+    spec.set_source(source_);
+    for (const Issue& issue : ValidateIssues(spec)) map.ReportIssue(issue);
+    CheckDuplicate(spec, static_cast<int>(i), map);
+    specs.push_back(std::move(spec));
+  }
+  if (diags_.empty() && specs.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("no jobs in ", source_));
+  }
+  if (diags_.empty()) return specs;
+  if (has_lines_) {
+    std::stable_sort(diags_.begin(), diags_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+      return std::make_pair(a.loc.line, a.loc.column) < std::make_pair(b.loc.line, b.loc.column);
+    });
+  }
+  std::vector<std::string> lines;
+  lines.reserve(diags_.size());
+  for (const Diagnostic& d : diags_) lines.push_back(FormatDiagnostic(source_, has_lines_, d));
+  return absl::InvalidArgumentError(absl::StrJoin(lines, "\n"));
+}
+
+// A hint for the commonest YAML mistake in specs: ${...} unquoted inside a
+// flow list, where '{' and '}' are syntax.
+std::string SyntaxHint(absl::string_view text, const YAML::Mark& mark) {
+  if (mark.line < 0) return "";
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
+  // The error is often reported on the line after the culprit.
+  for (int i = std::max(0, mark.line - 1); i <= mark.line && i < static_cast<int>(lines.size()); ++i) {
+    absl::string_view line = lines[i];
+    size_t bracket = line.find('[');
+    size_t var = line.find("${");
+    if (bracket != absl::string_view::npos && var != absl::string_view::npos && bracket < var) {
+      return " (inside [...], quote items that contain ${...}, e.g. \"--port=${port.http}\")";
+    }
+  }
+  return "";
+}
+
+// Parses YAML or JSON text (or Jsonnet's JSON output, `has_lines` false).
+absl::StatusOr<std::vector<v1::JobSpec>> ReadDocuments(absl::string_view text, absl::string_view source,
+                                                       Format format, bool has_lines, const ParseOptions& opts) {
+  // yaml-cpp throws; nothing escapes this function.
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    return FileReader(std::string(source), has_lines, opts).Read(docs);
+  } catch (const YAML::Exception& e) {
+    std::string where(source);
+    if (has_lines && e.mark.line >= 0) absl::StrAppend(&where, ":", e.mark.line + 1, ":", e.mark.column + 1);
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": ", FormatName(format), " syntax error: ", e.msg, SyntaxHint(text, e.mark)));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", e.what()));
+  }
+}
+
+}  // namespace
+
+Format FormatForPath(absl::string_view path) {
+  std::string p = absl::AsciiStrToLower(path);
+  if (absl::EndsWith(p, ".json")) return Format::kJson;
+  if (absl::EndsWith(p, ".jsonnet") || absl::EndsWith(p, ".libsonnet")) return Format::kJsonnet;
+  return Format::kYaml;
+}
+
+absl::StatusOr<std::vector<v1::JobSpec>> ParseText(absl::string_view text, absl::string_view source_name,
+                                                   Format format, const ParseOptions& opts) {
+  if (format == Format::kAuto) format = FormatForPath(source_name);
+  if (format == Format::kJsonnet) {
+    absl::StatusOr<std::string> json = jsonnet::EvaluateSnippet(text, source_name);
+    if (!json.ok()) return json.status();
+    return ReadDocuments(*json, source_name, Format::kJson, /*has_lines=*/false, opts);
+  }
+  return ReadDocuments(text, source_name, format, /*has_lines=*/true, opts);
+}
+
+absl::StatusOr<std::vector<v1::JobSpec>> ParseFile(const std::string& path, const ParseOptions& opts,
+                                                   Format format) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  if (format == Format::kAuto) format = FormatForPath(path);
+  if (format == Format::kJsonnet) {
+    absl::StatusOr<std::string> json = jsonnet::EvaluateFile(path);
+    if (!json.ok()) return json.status();
+    return ReadDocuments(*json, path, Format::kJson, /*has_lines=*/false, opts);
+  }
+  return ReadDocuments(buf.str(), path, format, /*has_lines=*/true, opts);
+}
+
+}  // namespace herd::spec

@@ -1,0 +1,620 @@
+#include "spec/spec.h"
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cell/task_template.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace herd::spec {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const std::string kTestdata = HERD_SPEC_TESTDATA;
+const std::string kExamples = HERD_SPEC_EXAMPLES;
+
+// The minimal spec of docs/specs.md (and examples/hello.yaml).
+constexpr absl::string_view kHello = R"(name: hello
+user: alice
+priority: production        # a band name or a number
+tasks: 3
+command: ["/bin/sh", "-c", "echo task ${task.index}; sleep 3600"]
+resources: {cpu: 100m, memory: 64Mi}
+)";
+
+v1::JobSpec Proto(absl::string_view text) {
+  v1::JobSpec s;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(std::string(text), &s)) << text;
+  return s;
+}
+
+void ExpectProto(const v1::JobSpec& got, const v1::JobSpec& want) {
+  google::protobuf::util::MessageDifferencer diff;
+  std::string report;
+  diff.ReportDifferencesToString(&report);
+  EXPECT_TRUE(diff.Compare(want, got)) << report << "\ngot:\n" << got.DebugString();
+}
+
+absl::StatusOr<std::vector<v1::JobSpec>> Yaml(absl::string_view text, const ParseOptions& opts = {}) {
+  return ParseText(text, "job.yaml", Format::kAuto, opts);
+}
+
+v1::JobSpec One(absl::string_view text, absl::string_view source = "job.yaml") {
+  auto specs = ParseText(text, source, Format::kAuto);
+  EXPECT_TRUE(specs.ok()) << specs.status();
+  if (!specs.ok() || specs->size() != 1) return {};
+  return (*specs)[0];
+}
+
+// The error lines of a parse that must fail.
+std::vector<std::string> Errors(absl::string_view text, absl::string_view source = "job.yaml") {
+  auto specs = ParseText(text, source, Format::kAuto);
+  EXPECT_FALSE(specs.ok()) << "parsed:\n" << text;
+  if (specs.ok()) return {};
+  EXPECT_EQ(specs.status().code(), absl::StatusCode::kInvalidArgument);
+  return absl::StrSplit(specs.status().message(), '\n');
+}
+
+// --- The fixed public interface -------------------------------------------------------------
+
+TEST(SpecTest, MinimalSpecParsesToExactProto) {
+  ExpectProto(One(kHello, "examples/hello.yaml"), Proto(R"pb(
+    name: "hello" user: "alice" priority: 200 task_count: 3
+    task {
+      command: "/bin/sh" command: "-c" command: "echo task ${task.index}; sleep 3600"
+      resources { cpu_millis: 100 memory_bytes: 67108864 }
+    }
+    restart { mode: ON_FAILURE backoff_initial_ms: 1000 backoff_max_ms: 60000 }
+    grace_period_ms: 10000
+    appclass: LATENCY_SENSITIVE
+    source: "examples/hello.yaml"
+  )pb"));
+}
+
+TEST(SpecTest, ExamplesHelloIsTheMinimalSpec) {
+  std::ifstream in(kExamples + "/hello.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, kHello);
+  auto specs = ParseFile(kExamples + "/hello.yaml");
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  ASSERT_EQ(specs->size(), 1u);
+  EXPECT_EQ((*specs)[0].source(), kExamples + "/hello.yaml");
+}
+
+TEST(SpecTest, AllExamplesParse) {
+  for (const char* name : {"hello.yaml", "web.yaml", "batch.jsonnet"}) {
+    SCOPED_TRACE(name);
+    auto specs = ParseFile(kExamples + "/" + name);
+    ASSERT_TRUE(specs.ok()) << specs.status();
+    EXPECT_FALSE(specs->empty());
+  }
+}
+
+TEST(SpecTest, Defaults) {
+  v1::JobSpec s = One("name: d\nuser: u\ncommand: run\nresources: {cpu: 1, memory: 1Gi}\n");
+  ExpectProto(s, Proto(R"pb(
+    name: "d" user: "u" priority: 100 task_count: 1
+    task {
+      command: "/bin/sh" command: "-c" command: "run"
+      resources { cpu_millis: 1000 memory_bytes: 1073741824 }
+    }
+    restart { mode: ON_FAILURE backoff_initial_ms: 1000 backoff_max_ms: 60000 }
+    grace_period_ms: 10000
+    appclass: BATCH
+    source: "job.yaml"
+  )pb"));
+}
+
+TEST(SpecTest, DefaultUserFillsMissingUserOnly) {
+  constexpr absl::string_view kNoUser = "name: d\ncommand: run\nresources: {cpu: 1, memory: 1Gi}\n";
+  auto specs = Yaml(kNoUser, {.default_user = "carol"});
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  EXPECT_EQ((*specs)[0].user(), "carol");
+  specs = Yaml(absl::StrCat(kNoUser, "user: dave\n"), {.default_user = "carol"});
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  EXPECT_EQ((*specs)[0].user(), "dave");
+  EXPECT_THAT(Errors(kNoUser), ElementsAre("job.yaml:1:1: user: missing: say whose job this is with user:"));
+}
+
+TEST(SpecTest, EveryFieldParses) {
+  v1::JobSpec s = One(R"(
+name: web
+user: alice
+priority: 250
+tasks: 4
+command: [/bin/web, "--port=${port.http}"]
+args: [--verbose]
+env: {SHARD: "${task.index}", DEBUG: true, N: 3}
+workdir: app
+resources:
+  cpu: 0.5
+  memory: 536870912
+  disk: 10Gi
+  ports: [http, admin]
+  gpu: 1
+  extended: {fpga: 2}
+constraints:
+  - arch == amd64
+  - {attribute: zone, op: in, values: [a, b]}
+  - {attribute: kernel, op: ">=", value: "5.10"}
+  - {attribute: ssd, op: exists, soft: true, weight: 3}
+soft_constraints:
+  - rack != r1
+  - {attribute: cores, op: ">", value: 4, weight: 2}
+restart: {policy: always, max_restarts: 5, backoff: 500ms, max_backoff: 30s}
+grace_period: 1m30s
+appclass: batch
+labels: {team: search, tier: "1"}
+overrides:
+  - {index: 0, command: [/bin/web, --leader], env: {ROLE: leader}}
+  - {indexes: [1, 2], args: [--quiet], resources: {cpu: 250m, memory: 1Gi, disk: 1Gi, gpu: 0}}
+  - {range: 2-3, resources: {extended: {fpga: 1}}}
+)");
+  ExpectProto(s, Proto(R"pb(
+    name: "web" user: "alice" priority: 250 task_count: 4
+    task {
+      command: "/bin/web" command: "--port=${port.http}"
+      args: "--verbose"
+      env { key: "SHARD" value: "${task.index}" }
+      env { key: "DEBUG" value: "true" }
+      env { key: "N" value: "3" }
+      workdir: "app"
+      resources {
+        cpu_millis: 500 memory_bytes: 536870912 disk_bytes: 10737418240 ports: 2
+        extended { key: "gpu" value: 1 }
+        extended { key: "fpga" value: 2 }
+      }
+      port_names: "http" port_names: "admin"
+    }
+    constraints { attribute: "arch" op: EQ values: "amd64" }
+    constraints { attribute: "zone" op: IN values: "a" values: "b" }
+    constraints { attribute: "kernel" op: GE values: "5.10" }
+    constraints { attribute: "ssd" op: EXISTS soft: true weight: 3 }
+    constraints { attribute: "rack" op: NE values: "r1" soft: true weight: 1 }
+    constraints { attribute: "cores" op: GT values: "4" soft: true weight: 2 }
+    restart { mode: ALWAYS max_restarts: 5 backoff_initial_ms: 500 backoff_max_ms: 30000 }
+    grace_period_ms: 90000
+    appclass: BATCH
+    labels { key: "team" value: "search" }
+    labels { key: "tier" value: "1" }
+    overrides { indexes: 0 command: "/bin/web" command: "--leader" env { key: "ROLE" value: "leader" } }
+    overrides {
+      indexes: 1 indexes: 2 args: "--quiet"
+      cpu_millis: 250 memory_bytes: 1073741824 disk_bytes: 1073741824 extended { key: "gpu" value: 0 }
+    }
+    overrides { indexes: 2 indexes: 3 extended { key: "fpga" value: 1 } }
+    source: "job.yaml"
+  )pb"));
+}
+
+TEST(SpecTest, PriorityBandsAndAppclassDefault) {
+  const struct {
+    const char* priority;
+    int32_t want;
+    v1::AppClass appclass;
+  } cases[] = {
+      {"free", 0, v1::BATCH},       {"batch", 100, v1::BATCH},
+      {"best-effort", 100, v1::BATCH}, {"mid", 116, v1::BATCH},
+      {"production", 200, v1::LATENCY_SENSITIVE}, {"prod", 200, v1::LATENCY_SENSITIVE},
+      {"monitoring", 360, v1::LATENCY_SENSITIVE}, {"Production", 200, v1::LATENCY_SENSITIVE},
+      {"119", 119, v1::BATCH},      {"120", 120, v1::LATENCY_SENSITIVE},
+      {"0", 0, v1::BATCH},          {"450", 450, v1::LATENCY_SENSITIVE},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.priority);
+    v1::JobSpec s = One(absl::StrCat("name: p\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Mi}\npriority: ",
+                                     c.priority, "\n"));
+    EXPECT_EQ(s.priority(), c.want);
+    EXPECT_EQ(s.appclass(), c.appclass);
+  }
+  EXPECT_EQ(One("name: p\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Mi}\npriority: prod\nappclass: batch\n")
+                .appclass(),
+            v1::BATCH);
+  EXPECT_EQ(One("name: p\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Mi}\nappclass: latency-sensitive\n")
+                .appclass(),
+            v1::LATENCY_SENSITIVE);
+}
+
+TEST(SpecTest, QuantityForms) {
+  const struct {
+    const char* resources;
+    int64_t cpu, memory;
+  } cases[] = {
+      {"{cpu: 500m, memory: 64Mi}", 500, 64 << 20},
+      {"{cpu: \"0.5\", memory: 1Gi}", 500, 1 << 30},
+      {"{cpu: 0.25, memory: 1000}", 250, 1000},
+      {"{cpu: 2, memory: 1.5Gi}", 2000, 1536 << 20},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.resources);
+    v1::JobSpec s = One(absl::StrCat("name: q\nuser: u\ncommand: x\nresources: ", c.resources, "\n"));
+    EXPECT_EQ(s.task().resources().cpu_millis(), c.cpu);
+    EXPECT_EQ(s.task().resources().memory_bytes(), c.memory);
+  }
+  v1::JobSpec s = One("name: q\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Mi, ports: 3}\ngrace_period: 5\n");
+  EXPECT_EQ(s.task().resources().ports(), 3);
+  EXPECT_TRUE(s.task().port_names().empty());
+  EXPECT_EQ(s.grace_period_ms(), 5000);
+  s = One("name: q\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Mi}\nrestart: never\n");
+  EXPECT_EQ(s.restart().mode(), v1::RestartPolicy::NEVER);
+  EXPECT_EQ(s.restart().backoff_initial_ms(), 1000);
+}
+
+// --- Errors: one table, every class, each with file:line:col and field ----------------------
+
+constexpr absl::string_view kJob = "name: hello\nuser: alice\ncommand: [/bin/x]\nresources: {cpu: 1, memory: 1Gi}\n";
+
+struct ErrorCase {
+  const char* name;
+  std::string text;
+  std::vector<std::string> want;  // the whole error, line by line
+};
+
+TEST(SpecTest, ErrorsPointAtFileLineAndField) {
+  const ErrorCase cases[] = {
+      {"unknown field with suggestion", absl::StrCat(kJob, "comand: [/bin/y]\n"),
+       {"job.yaml:5:1: unknown field 'comand' (did you mean 'command'?)"}},
+      {"unknown field without suggestion", absl::StrCat(kJob, "flavour: x\n"),
+       {"job.yaml:5:1: unknown field 'flavour'"}},
+      {"unknown nested field", "name: h\nuser: u\ncommand: x\nresources:\n  cpu: 1\n  memroy: 1Gi\n",
+       {"job.yaml:4:1: resources.memory: missing: every task needs a memory limit, e.g. memory: 64Mi",
+        "job.yaml:6:3: resources: unknown field 'memroy' (did you mean 'memory'?)"}},
+      {"bad unit", "name: h\nuser: u\ncommand: x\nresources:\n  cpu: 1\n  memory: 64Mb\n",
+       {"job.yaml:6:11: resources.memory: unknown unit 'Mb' in '64Mb' (use Ki, Mi, Gi, Ti or k, M, G, T)"}},
+      {"bad cpu unit", "name: h\nuser: u\ncommand: x\nresources: {cpu: 2cores, memory: 1Gi}\n",
+       {"job.yaml:4:18: resources.cpu: unknown CPU unit 'cores' in '2cores' (use cores like 0.5 or millicores "
+        "like 500m)"}},
+      {"negative tasks", absl::StrCat(kJob, "tasks: -2\n"), {"job.yaml:5:8: tasks: must not be negative, got -2"}},
+      {"negative cpu", "name: h\nuser: u\ncommand: x\nresources: {cpu: -1, memory: 1Gi}\n",
+       {"job.yaml:4:18: resources.cpu: CPU quantity must not be negative, got '-1'"}},
+      {"absurd memory", "name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 100Ti}\n",
+       {"job.yaml:4:29: resources.memory: 100Ti is more than the limit of 64Ti per task"}},
+      {"absurd cpu", "name: h\nuser: u\ncommand: x\nresources: {cpu: 5000, memory: 1Gi}\n",
+       {"job.yaml:4:18: resources.cpu: 5000 cores is more than the limit of 1000 cores per task"}},
+      {"absurd tasks", absl::StrCat(kJob, "tasks: 200000\n"),
+       {"job.yaml:5:8: tasks: 200000 is more than the limit of 100000"}},
+      {"absurd priority", absl::StrCat(kJob, "priority: 451\n"),
+       {"job.yaml:5:11: priority: 451 is more than the limit of 450"}},
+      {"absurd grace", absl::StrCat(kJob, "grace_period: 2h\n"),
+       {"job.yaml:5:15: grace_period: 2h is more than the limit of 1h"}},
+      {"absurd restarts", absl::StrCat(kJob, "restart: {policy: always, max_restarts: 20000}\n"),
+       {"job.yaml:5:41: restart.max_restarts: 20000 is more than the limit of 10000"}},
+      {"absurd ports", "name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi, ports: 100}\n",
+       {"job.yaml:4:41: resources.ports: 100 ports is more than the limit of 64 per task"}},
+      {"absurd gpu", "name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi, gpu: 2000000}\n",
+       {"job.yaml:4:39: resources.gpu: 2000000 is more than the limit of 1000000 per task"}},
+      {"bad name", "name: Hello\nuser: alice\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\n",
+       {"job.yaml:1:7: name: job name 'Hello' must start with a lowercase letter"}},
+      {"bad constraint op", absl::StrCat(kJob, "constraints:\n  - arch = amd64\n"),
+       {"job.yaml:6:5: constraints[0]: unknown operator '=' in 'arch = amd64' (use ==)"}},
+      {"bad constraint map op", absl::StrCat(kJob, "constraints:\n  - {attribute: arch, op: '~=', value: x}\n"),
+       {"job.yaml:6:27: constraints[0].op: unknown operator '~='; use ==, !=, in, not in, exists, not exists, <, "
+        "<=, > or >="}},
+      {"constraint value count", absl::StrCat(kJob, "constraints:\n  - {attribute: a, op: '<', values: [1, 2]}\n"),
+       {"job.yaml:6:37: constraints[0].values: '<' needs exactly one value, got 2"}},
+      {"soft constraint position", absl::StrCat(kJob, "constraints: [a == b]\nsoft_constraints: [c == d, 'e in']\n"),
+       {"job.yaml:6:28: soft_constraints[1]: 'in' needs at least one value, e.g. [a, b] in 'e in'"}},
+      {"wrong type", absl::StrCat(kJob, "tasks: three\n"), {"job.yaml:5:8: tasks: expected an integer, got 'three'"}},
+      {"wrong type for list", "name: h\nuser: u\ncommand: {a: b}\nresources: {cpu: 1, memory: 1Gi}\n",
+       {"job.yaml:3:10: command: expected a list of strings or a shell command line, got a map"}},
+      {"unquoted colon in list", "name: h\nuser: u\ncommand: [sh, -c, echo a: b]\nresources: {cpu: 1, memory: 1Gi}\n",
+       {"job.yaml:3:19: command[2]: expected a string, got a map (quote text that contains ': ')"}},
+      {"duplicate key", "name: a\nuser: u\nname: b\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\n",
+       {"job.yaml:3:1: name: duplicate key 'name' (first at line 1)"}},
+      {"unknown variable", "name: h\nuser: u\ncommand: 'echo ${task.idx}'\nresources: {cpu: 1, memory: 1Gi}\n",
+       {"job.yaml:3:10: command: unknown variable ${task.idx} (known: ${task.index}, ${task.count}, ${job.name}, "
+        "${job.user}, ${job.priority}, ${cell.name}, ${port.NAME}; write $${ for a literal ${)"}},
+      {"unknown port variable", "name: h\nuser: u\ncommand: [/bin/x, '${port.http}']\nresources: {cpu: 1, memory: 1Gi}\n",
+       {"job.yaml:3:19: command[1]: ${port.http} names port 'http', which the job does not ask for (ports: [])"}},
+      {"override index out of range", absl::StrCat(kJob, "tasks: 3\noverrides:\n  - {index: 5, args: [x]}\n"),
+       {"job.yaml:7:13: overrides[0].index: index 5 is out of range: the job has 3 tasks (0-2)"}},
+      {"override range out of range", absl::StrCat(kJob, "tasks: 3\noverrides:\n  - range: 1-4\n    args: [x]\n"),
+       {"job.yaml:7:12: overrides[0].range: indexes 3, 4 are out of range: the job has 3 tasks (0-2)"}},
+      {"override keyed out of range", absl::StrCat(kJob, "overrides:\n  \"7\": {args: [x]}\n"),
+       {"job.yaml:6:3: overrides[7]: index 7 is out of range: the job has 1 task (0-0)"}},
+      {"override without index", absl::StrCat(kJob, "overrides:\n  - {args: [x]}\n"),
+       {"job.yaml:6:5: overrides[0].indexes: names no tasks: add index:, indexes: or range:"}},
+      {"override without change", absl::StrCat(kJob, "overrides:\n  - {index: 0}\n"),
+       {"job.yaml:6:5: overrides[0]: changes nothing: give command, args, env or resources"}},
+      {"override two index forms", absl::StrCat(kJob, "overrides:\n  - {index: 0, range: 0-0, args: [x]}\n"),
+       {"job.yaml:6:23: overrides[0].range: give only one of index, indexes and range (index is already given)"}},
+      {"bad range", absl::StrCat(kJob, "tasks: 5\noverrides:\n  - {range: 4-2, args: [x]}\n"),
+       {"job.yaml:7:13: overrides[0].range: bad task indexes '4-2': the range 4-2 is backwards (write 3, 0-4 or "
+        "1,3,5-7)"}},
+      {"missing command", "name: h\nuser: u\nresources: {cpu: 1, memory: 1Gi}\n",
+       {"job.yaml:1:1: command: missing: every job needs a command, e.g. command: [\"/bin/server\", "
+        "\"--port=8080\"]"}},
+      {"missing cpu", "name: h\nuser: u\ncommand: x\nresources: {memory: 1Gi}\n",
+       {"job.yaml:4:12: resources.cpu: missing: every task needs a CPU limit, e.g. cpu: 500m"}},
+      {"missing memory", "name: h\nuser: u\ncommand: x\nresources:\n  cpu: 1\n",
+       {"job.yaml:4:1: resources.memory: missing: every task needs a memory limit, e.g. memory: 64Mi"}},
+      {"missing resources", "name: h\nuser: u\ncommand: x\n",
+       {"job.yaml:1:1: resources.cpu: missing: every task needs a CPU limit, e.g. cpu: 500m",
+        "job.yaml:1:1: resources.memory: missing: every task needs a memory limit, e.g. memory: 64Mi"}},
+      {"missing name", "user: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\n",
+       {"job.yaml:1:1: name: missing: every job needs a name"}},
+      {"bad band", absl::StrCat(kJob, "priority: prodution\n"),
+       {"job.yaml:5:11: priority: unknown priority band 'prodution' (did you mean 'production'?); use a number "
+        "0-450 or free, batch, best-effort, mid, production, prod, monitoring"}},
+      {"bad restart policy", absl::StrCat(kJob, "restart: alwys\n"),
+       {"job.yaml:5:10: restart: unknown restart policy 'alwys' (did you mean 'always'?); use always, on-failure "
+        "or never"}},
+      {"bad env name", absl::StrCat(kJob, "env:\n  MY-VAR: 1\n"),
+       {"job.yaml:6:11: env.MY-VAR: 'MY-VAR' is not a valid environment variable name (use letters, digits and "
+        "'_', not starting with a digit)"}},
+      {"env value missing", absl::StrCat(kJob, "env:\n  A:\n"),
+       {"job.yaml:6:3: env.A: expected a value, got nothing (write A: \"\" for an empty one)"}},
+      {"bad bool", absl::StrCat(kJob, "soft_constraints:\n  - {attribute: a, op: exists, soft: maybe}\n"),
+       {"job.yaml:6:38: soft_constraints[0].soft: expected true or false, got 'maybe'"}},
+      {"zero weight", absl::StrCat(kJob, "soft_constraints:\n  - {attribute: a, op: exists, weight: 0}\n"),
+       {"job.yaml:6:40: soft_constraints[0].weight: must be at least 1"}},
+      {"gpu twice", "name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi, gpu: 1, extended: {gpu: 2}}\n",
+       {"job.yaml:4:39: resources.gpu: gpu is given twice (as gpu: and in extended:)"}},
+      {"not a job", "- just a string\n", {"job.yaml:1:3: jobs[0]: expected a job (a map with name:, command:, "
+                                          "resources: ...), got 'just a string'"}},
+      {"jobs not a list", "jobs: {name: x}\n", {"job.yaml:1:7: jobs: expected a list of jobs, got a map"}},
+      {"yaml syntax", "name: [a\nuser: u\n", {"job.yaml:2:5: YAML syntax error: end of sequence flow not found"}},
+      {"unquoted variable in flow list", "name: w\ncommand: [/bin/web, --port=${port.http}]\n",
+       {"job.yaml:2:29: YAML syntax error: end of sequence flow not found (inside [...], quote items that contain "
+        "${...}, e.g. \"--port=${port.http}\")"}},
+      {"empty file", "", {"no jobs in job.yaml"}},
+      {"only comments", "# nothing\n---\n", {"no jobs in job.yaml"}},
+      {"duplicate job", absl::StrCat("- ", absl::StrReplaceAll(kJob, {{"\n", "\n  "}}), "\n- ",
+                                     absl::StrReplaceAll(kJob, {{"\n", "\n  "}})),
+       {"job.yaml:6:9: jobs[1].name: job 'alice/hello' is defined twice in this file (first as jobs[0], line 1)"}},
+  };
+  for (const ErrorCase& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.name, ":\n", c.text));
+    EXPECT_EQ(Errors(c.text), c.want);
+  }
+}
+
+TEST(SpecTest, ListsEveryProblemInLineOrder) {
+  EXPECT_THAT(Errors(R"(name: Bad
+user: alice
+tasks: three
+comand: x
+resources: {cpu: 1, memory: 64Mb}
+constraints: [zone ~ a]
+)"),
+              ElementsAre(
+                  // Reported at the job, since there is no command to point at.
+                  HasSubstr("job.yaml:1:1: command: missing"),
+                  "job.yaml:1:7: name: job name 'Bad' must start with a lowercase letter",
+                  "job.yaml:3:8: tasks: expected an integer, got 'three'",
+                  "job.yaml:4:1: unknown field 'comand' (did you mean 'command'?)",
+                  HasSubstr("job.yaml:5:29: resources.memory: unknown unit 'Mb'"),
+                  "job.yaml:6:15: constraints[0]: unknown operator '~' in 'zone ~ a' (use ==, !=, in, not in, "
+                  "exists, not exists, <, <=, >, >=)"));
+}
+
+// --- One or many jobs per file --------------------------------------------------------------
+
+constexpr absl::string_view kTwoJobs[] = {"name: a\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\n",
+                                          "name: b\nuser: u\ncommand: y\nresources: {cpu: 2, memory: 2Gi}\n"};
+
+std::string Indent(absl::string_view s) {
+  return absl::StrCat("  ", absl::StrReplaceAll(absl::StripSuffix(s, "\n"), {{"\n", "\n  "}}), "\n");
+}
+
+TEST(SpecTest, YamlMultiDocumentListAndJobsForms) {
+  const struct {
+    const char* name;
+    std::string text;
+  } forms[] = {
+      {"documents", absl::StrCat("---\n", kTwoJobs[0], "---\n", kTwoJobs[1], "...\n")},
+      {"list", absl::StrCat("-", Indent(kTwoJobs[0]).substr(1), "-", Indent(kTwoJobs[1]).substr(1))},
+      {"jobs", absl::StrCat("jobs:\n-", Indent(kTwoJobs[0]).substr(1), "-", Indent(kTwoJobs[1]).substr(1))},
+      {"documents of lists", absl::StrCat("- ", Indent(kTwoJobs[0]).substr(2), "---\njobs:\n  - ",
+                                          Indent(Indent(kTwoJobs[1])).substr(4))},
+  };
+  for (const auto& f : forms) {
+    SCOPED_TRACE(absl::StrCat(f.name, ":\n", f.text));
+    auto specs = Yaml(f.text);
+    ASSERT_TRUE(specs.ok()) << specs.status();
+    ASSERT_EQ(specs->size(), 2u);
+    EXPECT_EQ((*specs)[0].name(), "a");
+    EXPECT_EQ((*specs)[1].name(), "b");
+    EXPECT_EQ((*specs)[1].task().resources().memory_bytes(), int64_t{2} << 30);
+  }
+}
+
+TEST(SpecTest, ErrorsInLaterDocumentsHaveFileLines) {
+  std::string text = absl::StrCat(kTwoJobs[0], "---\nname: c\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gb}\n");
+  EXPECT_THAT(Errors(text), ElementsAre(HasSubstr("job.yaml:9:29: jobs[1].resources.memory: unknown unit 'Gb'")));
+}
+
+TEST(SpecTest, YamlMergeKeys) {
+  auto specs = Yaml(R"(
+jobs:
+  - &base
+    name: a
+    user: u
+    command: x
+    resources: {cpu: 1, memory: 1Gi}
+  - <<: *base
+    name: b
+)");
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  ASSERT_EQ(specs->size(), 2u);
+  EXPECT_EQ((*specs)[1].name(), "b");
+  EXPECT_EQ((*specs)[1].task().resources().cpu_millis(), 1000);
+}
+
+TEST(SpecTest, JsonForms) {
+  constexpr absl::string_view kA =
+      R"({"name": "a", "user": "u", "tasks": 2, "command": ["/bin/a"], "resources": {"cpu": 0.5, "memory": "64Mi"}})";
+  constexpr absl::string_view kB =
+      R"({"name": "b", "user": "u", "command": "run b", "resources": {"cpu": "250m", "memory": 1048576}})";
+  const std::string forms[] = {
+      absl::StrCat("[", kA, ",\n", kB, "]"),
+      absl::StrCat("{\n\t\"jobs\": [\n\t\t", kA, ",\n\t\t", kB, "\n\t]\n}\n"),
+  };
+  for (const std::string& text : forms) {
+    SCOPED_TRACE(text);
+    auto specs = ParseText(text, "jobs.json", Format::kAuto);
+    ASSERT_TRUE(specs.ok()) << specs.status();
+    ASSERT_EQ(specs->size(), 2u);
+    EXPECT_EQ((*specs)[0].task_count(), 2);
+    EXPECT_EQ((*specs)[0].task().resources().cpu_millis(), 500);
+    EXPECT_EQ((*specs)[1].task().resources().memory_bytes(), 1 << 20);
+    EXPECT_THAT((*specs)[1].task().command(), ElementsAre("/bin/sh", "-c", "run b"));
+  }
+  v1::JobSpec one = One(kA, "a.json");
+  EXPECT_EQ(one.name(), "a");
+  EXPECT_EQ(one.source(), "a.json");
+}
+
+TEST(SpecTest, JsonErrorsHaveLines) {
+  EXPECT_THAT(Errors("{\n  \"name\": \"a\",\n  \"user\": \"u\",\n  \"command\": [\"x\"],\n"
+                     "  \"resources\": {\"cpu\": 1, \"memory\": \"1Gi\", \"cpus\": 2}\n}\n",
+                     "a.json"),
+              ElementsAre("a.json:5:44: resources: unknown field 'cpus' (did you mean 'cpu'?)"));
+  EXPECT_THAT(Errors("{\"name\": \"a\",\n\"user\": [\"u\"\n}\n", "a.json"),
+              ElementsAre("a.json:3:1: JSON syntax error: illegal flow end"));
+}
+
+// --- Jsonnet -------------------------------------------------------------------------------
+
+TEST(SpecTest, JsonnetWithFunctionAndImport) {
+  auto specs = ParseFile(kTestdata + "/jobs.jsonnet");
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  ASSERT_EQ(specs->size(), 3u);
+  ExpectProto((*specs)[1], Proto(absl::StrCat(R"pb(
+    name: "index-2" user: "bob" priority: 100 task_count: 8
+    task {
+      command: "/usr/bin/worker" command: "--shard=${task.index}" command: "--of=8"
+      resources { cpu_millis: 500 memory_bytes: 268435456 }
+    }
+    restart { mode: NEVER backoff_initial_ms: 1000 backoff_max_ms: 60000 }
+    grace_period_ms: 10000
+    appclass: BATCH
+    source: ")pb", kTestdata, R"pb(/jobs.jsonnet")pb")));
+  EXPECT_EQ((*specs)[2].name(), "merge");
+  EXPECT_EQ((*specs)[2].priority(), 116);
+  EXPECT_EQ((*specs)[2].task().resources().memory_bytes(), 1 << 30);
+}
+
+TEST(SpecTest, JsonnetErrorsUseFieldPaths) {
+  std::string path = kTestdata + "/bad.jsonnet";
+  auto specs = ParseFile(path);
+  ASSERT_FALSE(specs.ok());
+  EXPECT_EQ(specs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(absl::StrSplit(specs.status().message(), '\n'),
+              ElementsAre(path + ": jobs[1]: unknown field 'comand' (did you mean 'command'?)",
+                          HasSubstr(path + ": jobs[1].resources.memory: unknown unit 'Mb' in '64Mb'")));
+}
+
+TEST(SpecTest, JsonnetOwnErrorsKeepTheirLines) {
+  auto specs = ParseFile(kTestdata + "/syntax_error.jsonnet");
+  ASSERT_FALSE(specs.ok());
+  EXPECT_EQ(specs.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(specs.status().message(), HasSubstr("syntax_error.jsonnet:4:1"));
+  specs = ParseFile(kTestdata + "/runtime_error.jsonnet");
+  ASSERT_FALSE(specs.ok());
+  EXPECT_THAT(specs.status().message(), HasSubstr("RUNTIME ERROR"));
+  EXPECT_THAT(specs.status().message(), HasSubstr("runtime_error.jsonnet:2:"));
+}
+
+TEST(SpecTest, JsonnetSnippetImportsRelativeToSourceName) {
+  auto specs = ParseText("(import 'lib/jobs.libsonnet').shard('x', 2)", kTestdata + "/inline.jsonnet",
+                         Format::kAuto);
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  ASSERT_EQ(specs->size(), 1u);
+  EXPECT_EQ((*specs)[0].task_count(), 2);
+}
+
+// --- Overrides -----------------------------------------------------------------------------
+
+TEST(SpecTest, OverridesResolvePerTask) {
+  v1::JobSpec s = One(R"(
+name: web
+user: alice
+tasks: 4
+command: [/bin/web, "--shard=${task.index}"]
+env: {ROLE: follower, ZONE: a}
+resources: {cpu: 1, memory: 1Gi, ports: [http]}
+overrides:
+  - index: 0
+    command: [/bin/web, --leader, "--port=${port.http}"]
+    env: {ROLE: leader}
+    resources: {memory: 4Gi}
+  - range: 2-3
+    args: ["--of=${task.count}"]
+  - indexes: [3]
+    resources: {cpu: 2}
+)");
+  v1::TaskTemplate t0 = cell::ResolveTask(s, 0);
+  EXPECT_THAT(t0.command(), ElementsAre("/bin/web", "--leader", "--port=${port.http}"));
+  EXPECT_EQ(t0.env().at("ROLE"), "leader");
+  EXPECT_EQ(t0.env().at("ZONE"), "a");
+  EXPECT_EQ(t0.resources().memory_bytes(), int64_t{4} << 30);
+  v1::TaskTemplate t1 = cell::ResolveTask(s, 1);
+  EXPECT_THAT(t1.command(), ElementsAre("/bin/web", "--shard=1"));
+  EXPECT_TRUE(t1.args().empty());
+  EXPECT_EQ(t1.env().at("ROLE"), "follower");
+  EXPECT_EQ(t1.resources().memory_bytes(), int64_t{1} << 30);
+  v1::TaskTemplate t3 = cell::ResolveTask(s, 3);
+  EXPECT_THAT(t3.command(), ElementsAre("/bin/web", "--shard=3"));
+  EXPECT_THAT(t3.args(), ElementsAre("--of=4"));
+  EXPECT_EQ(t3.resources().cpu_millis(), 2000);
+}
+
+TEST(SpecTest, OverridesMapForm) {
+  v1::JobSpec s = One(R"(
+name: web
+user: alice
+tasks: 6
+command: [/bin/web]
+resources: {cpu: 1, memory: 1Gi}
+overrides:
+  "0": {args: [--leader]}
+  "1-2": {args: [--standby]}
+  "3,5": {resources: {cpu: 500m}}
+)");
+  ASSERT_EQ(s.overrides_size(), 3);
+  EXPECT_THAT(s.overrides(1).indexes(), ElementsAre(1, 2));
+  EXPECT_THAT(s.overrides(2).indexes(), ElementsAre(3, 5));
+  EXPECT_THAT(cell::ResolveTask(s, 0).args(), ElementsAre("--leader"));
+  EXPECT_THAT(cell::ResolveTask(s, 2).args(), ElementsAre("--standby"));
+  EXPECT_EQ(cell::ResolveTask(s, 5).resources().cpu_millis(), 500);
+  EXPECT_TRUE(cell::ResolveTask(s, 4).args().empty());
+}
+
+// --- Files ---------------------------------------------------------------------------------
+
+TEST(SpecTest, MissingFileIsNotFound) {
+  auto specs = ParseFile(kTestdata + "/no-such-file.yaml");
+  EXPECT_EQ(specs.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(specs.status().message(), HasSubstr("no-such-file.yaml"));
+}
+
+TEST(SpecTest, FormatFromExtension) {
+  EXPECT_EQ(FormatForPath("a.yaml"), Format::kYaml);
+  EXPECT_EQ(FormatForPath("a.YML"), Format::kYaml);
+  EXPECT_EQ(FormatForPath("a.json"), Format::kJson);
+  EXPECT_EQ(FormatForPath("a.jsonnet"), Format::kJsonnet);
+  EXPECT_EQ(FormatForPath("a.libsonnet"), Format::kJsonnet);
+  EXPECT_EQ(FormatForPath("Jobfile"), Format::kYaml);
+}
+
+TEST(SpecTest, ExplicitFormatOverridesExtension) {
+  auto specs = ParseText("{name: 'j', user: 'u', command: 'x', resources: {cpu: 1, memory: '1Gi'}}", "spec.txt",
+                         Format::kJsonnet);
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  EXPECT_EQ((*specs)[0].name(), "j");
+}
+
+}  // namespace
+}  // namespace herd::spec

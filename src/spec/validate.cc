@@ -1,0 +1,347 @@
+#include "spec/validate.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/ids.h"
+#include "base/units.h"
+#include "cell/task_template.h"
+#include "spec/constraint_text.h"
+#include "spec/limits.h"
+#include "spec/spec.h"
+
+namespace herd::spec {
+namespace {
+
+class Issues {
+ public:
+  void Add(std::string path, std::string message) { list_.push_back({std::move(path), std::move(message)}); }
+  void AddStatus(std::string path, const absl::Status& st) {
+    if (!st.ok()) Add(std::move(path), std::string(st.message()));
+  }
+  std::vector<Issue> Take() { return std::move(list_); }
+
+ private:
+  std::vector<Issue> list_;
+};
+
+std::string Join(absl::string_view a, absl::string_view b) {
+  if (a.empty()) return std::string(b);
+  return absl::StrCat(a, ".", b);
+}
+std::string Index(absl::string_view a, int i) { return absl::StrCat(a, "[", i, "]"); }
+
+void CheckStrings(const google::protobuf::RepeatedPtrField<std::string>& list, absl::string_view path,
+                  const v1::JobSpec& spec, Issues* out) {
+  for (int i = 0; i < list.size(); ++i) {
+    out->AddStatus(Index(path, i), cell::CheckVariables(list[i], spec));
+  }
+}
+
+void CheckEnv(const google::protobuf::Map<std::string, std::string>& env, absl::string_view path,
+              const v1::JobSpec& spec, Issues* out) {
+  // Sorted, so messages come out in a stable order.
+  std::set<std::string> keys;
+  for (const auto& [k, v] : env) keys.insert(k);
+  for (const std::string& k : keys) {
+    std::string p = Join(path, k);
+    if (!IsValidEnvName(k)) {
+      out->Add(p, absl::StrCat("'", k, "' is not a valid environment variable name (use letters, digits and '_', "
+                                       "not starting with a digit)"));
+    }
+    out->AddStatus(p, cell::CheckVariables(env.at(k), spec));
+  }
+}
+
+// cpu/memory/disk/extended checks shared by the job and its overrides.
+// `required` is true for the job's own cpu and memory.
+void CheckCpu(int64_t cpu, absl::string_view path, bool required, Issues* out) {
+  if (cpu < 0) {
+    out->Add(Join(path, "cpu"), absl::StrCat("must not be negative, got ", cpu, "m"));
+  } else if (cpu == 0 && required) {
+    out->Add(Join(path, "cpu"), "missing: every task needs a CPU limit, e.g. cpu: 500m");
+  } else if (cpu > kMaxCpuMillis) {
+    out->Add(Join(path, "cpu"), absl::StrCat(FormatCpu(cpu), " cores is more than the limit of ",
+                                             FormatCpu(kMaxCpuMillis), " cores per task"));
+  }
+}
+
+void CheckBytes(int64_t v, absl::string_view path, absl::string_view field, int64_t limit, bool required,
+                Issues* out) {
+  if (v < 0) {
+    out->Add(Join(path, field), absl::StrCat("must not be negative, got ", v));
+  } else if (v == 0 && required) {
+    out->Add(Join(path, field), absl::StrCat("missing: every task needs a ", field, " limit, e.g. ", field,
+                                             ": 64Mi"));
+  } else if (v > limit) {
+    out->Add(Join(path, field), absl::StrCat(FormatBytes(v), " is more than the limit of ", FormatBytes(limit),
+                                             " per task"));
+  }
+}
+
+void CheckExtended(const google::protobuf::Map<std::string, int64_t>& ext, absl::string_view path, Issues* out) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : ext) keys.insert(k);
+  for (const std::string& k : keys) {
+    std::string p = absl::StrCat(path, ".extended.", k);
+    int64_t v = ext.at(k);
+    if (k == "cpu" || k == "memory" || k == "disk" || k == "ports") {
+      out->Add(p, absl::StrCat("'", k, "' is not an extended resource; set resources.", k, " instead"));
+      continue;
+    }
+    out->AddStatus(p, ValidateResourceName(k));
+    if (v < 0) {
+      out->Add(p, absl::StrCat("must not be negative, got ", v));
+    } else if (v > kMaxExtended) {
+      out->Add(p, absl::StrCat(v, " is more than the limit of ", kMaxExtended, " per task"));
+    }
+  }
+}
+
+void CheckPortNames(const v1::TaskTemplate& t, Issues* out) {
+  std::set<std::string> seen;
+  for (int i = 0; i < t.port_names_size(); ++i) {
+    const std::string& n = t.port_names(i);
+    std::string p = Index("resources.ports", i);
+    bool ok = !n.empty() && n.size() <= kMaxNameLength && absl::ascii_islower(n[0]);
+    for (char c : n) ok = ok && (absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '_');
+    if (!ok) {
+      out->Add(p, absl::StrCat("'", n, "' is not a valid port name (1-", kMaxNameLength,
+                               " characters of a-z, 0-9, '-' and '_', starting with a letter)"));
+    }
+    if (!seen.insert(n).second) out->Add(p, absl::StrCat("port '", n, "' is named twice"));
+  }
+}
+
+void CheckResources(const v1::TaskTemplate& t, Issues* out) {
+  const v1::Resources& r = t.resources();
+  CheckCpu(r.cpu_millis(), "resources", /*required=*/true, out);
+  CheckBytes(r.memory_bytes(), "resources", "memory", kMaxMemoryBytes, /*required=*/true, out);
+  CheckBytes(r.disk_bytes(), "resources", "disk", kMaxDiskBytes, /*required=*/false, out);
+  if (r.ports() < 0) {
+    out->Add("resources.ports", absl::StrCat("must not be negative, got ", r.ports()));
+  } else if (r.ports() > kMaxPorts) {
+    out->Add("resources.ports", absl::StrCat(r.ports(), " ports is more than the limit of ", kMaxPorts,
+                                             " per task"));
+  } else if (t.port_names_size() > 0 && r.ports() != t.port_names_size()) {
+    out->Add("resources.ports", absl::StrCat("asks for ", r.ports(), " ports but names ", t.port_names_size()));
+  }
+  CheckPortNames(t, out);
+  CheckExtended(r.extended(), "resources", out);
+}
+
+void CheckConstraint(const v1::Constraint& c, const std::string& path, Issues* out) {
+  if (c.attribute().empty()) {
+    out->Add(Join(path, "attribute"), "missing: say which machine attribute, e.g. attribute: zone");
+  } else {
+    out->AddStatus(Join(path, "attribute"), ValidateAttributeKey(c.attribute()));
+  }
+  int n = c.values_size();
+  switch (c.op()) {
+    case v1::Constraint::OP_UNSPECIFIED:
+      out->Add(Join(path, "op"), "missing: use ==, !=, in, not in, exists, not exists, <, <=, > or >=");
+      break;
+    case v1::Constraint::EQ:
+    case v1::Constraint::NE:
+    case v1::Constraint::LT:
+    case v1::Constraint::LE:
+    case v1::Constraint::GT:
+    case v1::Constraint::GE:
+      if (n != 1) {
+        out->Add(Join(path, "values"), absl::StrCat("'", ConstraintOpText(c.op()), "' needs exactly one value, got ",
+                                                    n));
+      }
+      break;
+    case v1::Constraint::IN:
+    case v1::Constraint::NOT_IN:
+      if (n < 1) {
+        out->Add(Join(path, "values"), absl::StrCat("'", ConstraintOpText(c.op()), "' needs at least one value"));
+      }
+      break;
+    case v1::Constraint::EXISTS:
+    case v1::Constraint::NOT_EXISTS:
+      if (n != 0) {
+        out->Add(Join(path, "values"), absl::StrCat("'", ConstraintOpText(c.op()), "' takes no values, got ", n));
+      }
+      break;
+    default:
+      out->Add(Join(path, "op"), absl::StrCat("unknown operator number ", static_cast<int>(c.op())));
+  }
+  for (int i = 0; i < n; ++i) {
+    if (c.values(i).empty()) out->Add(Index(Join(path, "values"), i), "must not be empty");
+  }
+  if (!c.soft() && c.weight() != 0) {
+    out->Add(Join(path, "weight"), "only soft constraints have a weight (add soft: true)");
+  } else if (c.weight() < 0) {
+    out->Add(Join(path, "weight"), absl::StrCat("must be at least 1, got ", c.weight()));
+  } else if (c.weight() > kMaxConstraintWeight) {
+    out->Add(Join(path, "weight"), absl::StrCat(c.weight(), " is more than the limit of ", kMaxConstraintWeight));
+  }
+}
+
+void CheckRestart(const v1::RestartPolicy& r, Issues* out) {
+  if (!v1::RestartPolicy::Mode_IsValid(r.mode())) {
+    out->Add("restart.policy", absl::StrCat("unknown policy number ", static_cast<int>(r.mode())));
+  }
+  if (r.max_restarts() < 0) {
+    out->Add("restart.max_restarts", absl::StrCat("must not be negative, got ", r.max_restarts()));
+  } else if (r.max_restarts() > kMaxRestarts) {
+    out->Add("restart.max_restarts",
+             absl::StrCat(r.max_restarts(), " is more than the limit of ", kMaxRestarts, " (0 means no limit)"));
+  }
+  bool backoff_ok = true;
+  for (auto [field, v] : {std::pair<absl::string_view, int64_t>{"backoff", r.backoff_initial_ms()},
+                          {"max_backoff", r.backoff_max_ms()}}) {
+    std::string p = absl::StrCat("restart.", field);
+    if (v < 0) {
+      out->Add(p, absl::StrCat("must not be negative, got ", v, "ms"));
+      backoff_ok = false;
+    } else if (v > kMaxBackoffMs) {
+      out->Add(p, absl::StrCat(FormatDurationMs(v), " is more than the limit of ", FormatDurationMs(kMaxBackoffMs)));
+      backoff_ok = false;
+    }
+  }
+  if (backoff_ok && r.backoff_max_ms() != 0 && r.backoff_max_ms() < r.backoff_initial_ms()) {
+    out->Add("restart.max_backoff", absl::StrCat(FormatDurationMs(r.backoff_max_ms()), " is less than backoff (",
+                                                 FormatDurationMs(r.backoff_initial_ms()), ")"));
+  }
+}
+
+void CheckOverride(const v1::TaskOverride& o, const std::string& path, const v1::JobSpec& spec, Issues* out) {
+  std::string ip = Join(path, "indexes");
+  if (o.indexes().empty()) {
+    out->Add(ip, "names no tasks: add index:, indexes: or range:");
+  }
+  std::vector<int32_t> bad, twice;
+  std::set<int32_t> seen;
+  for (int32_t i : o.indexes()) {
+    if (i < 0 || i >= spec.task_count()) bad.push_back(i);
+    if (!seen.insert(i).second) twice.push_back(i);
+  }
+  if (!bad.empty()) {
+    std::string shown = absl::StrJoin(bad.begin(), bad.begin() + std::min<size_t>(bad.size(), 10), ", ");
+    if (bad.size() > 10) absl::StrAppend(&shown, ", ... (", bad.size(), " in all)");
+    out->Add(ip, absl::StrCat(bad.size() == 1 ? "index " : "indexes ", shown, bad.size() == 1 ? " is" : " are",
+                              " out of range: the job has ", spec.task_count(),
+                              spec.task_count() == 1 ? " task (0-" : " tasks (0-", spec.task_count() - 1, ")"));
+  }
+  if (!twice.empty()) out->Add(ip, absl::StrCat("index ", twice[0], " is listed twice"));
+  bool changes = !o.command().empty() || !o.args().empty() || !o.env().empty() || o.has_cpu_millis() ||
+                 o.has_memory_bytes() || o.has_disk_bytes() || !o.extended().empty();
+  if (!changes) out->Add(path, "changes nothing: give command, args, env or resources");
+  if (!o.command().empty() && o.command(0).empty()) out->Add(Index(Join(path, "command"), 0), "must not be empty");
+  CheckStrings(o.command(), Join(path, "command"), spec, out);
+  CheckStrings(o.args(), Join(path, "args"), spec, out);
+  CheckEnv(o.env(), Join(path, "env"), spec, out);
+  std::string rp = Join(path, "resources");
+  if (o.has_cpu_millis()) {
+    if (o.cpu_millis() == 0) out->Add(Join(rp, "cpu"), "must be more than 0");
+    CheckCpu(o.cpu_millis(), rp, false, out);
+  }
+  if (o.has_memory_bytes()) {
+    if (o.memory_bytes() == 0) out->Add(Join(rp, "memory"), "must be more than 0");
+    CheckBytes(o.memory_bytes(), rp, "memory", kMaxMemoryBytes, false, out);
+  }
+  if (o.has_disk_bytes()) CheckBytes(o.disk_bytes(), rp, "disk", kMaxDiskBytes, false, out);
+  CheckExtended(o.extended(), rp, out);
+}
+
+}  // namespace
+
+bool IsValidEnvName(absl::string_view name) {
+  if (name.empty() || absl::ascii_isdigit(name[0])) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(c) && c != '_') return false;
+  }
+  return true;
+}
+
+std::vector<Issue> ValidateIssues(const v1::JobSpec& spec) {
+  Issues out;
+  if (spec.name().empty()) {
+    out.Add("name", "missing: every job needs a name");
+  } else {
+    out.AddStatus("name", ValidateJobName(spec.name()));
+  }
+  if (spec.user().empty()) {
+    out.Add("user", "missing: say whose job this is with user:");
+  } else {
+    out.AddStatus("user", ValidateUserName(spec.user()));
+  }
+  if (spec.priority() < 0) {
+    out.Add("priority", absl::StrCat("must not be negative, got ", spec.priority()));
+  } else if (spec.priority() > kMaxPriorityValue) {
+    out.Add("priority", absl::StrCat(spec.priority(), " is more than the limit of ", kMaxPriorityValue));
+  }
+  if (spec.task_count() < 1) {
+    out.Add("tasks", absl::StrCat("must be at least 1, got ", spec.task_count()));
+  } else if (spec.task_count() > kMaxTasks) {
+    out.Add("tasks", absl::StrCat(spec.task_count(), " is more than the limit of ", kMaxTasks, " tasks per job"));
+  }
+
+  const v1::TaskTemplate& t = spec.task();
+  if (t.command().empty()) {
+    out.Add("command", "missing: every job needs a command, e.g. command: [\"/bin/server\", \"--port=8080\"]");
+  } else if (t.command(0).empty()) {
+    out.Add("command[0]", "must not be empty (it is the program to run)");
+  }
+  CheckStrings(t.command(), "command", spec, &out);
+  CheckStrings(t.args(), "args", spec, &out);
+  CheckEnv(t.env(), "env", spec, &out);
+  if (absl::StartsWith(t.workdir(), "/")) {
+    out.Add("workdir", absl::StrCat("'", t.workdir(), "' must be relative to the task's sandbox"));
+  } else {
+    for (absl::string_view part : absl::StrSplit(t.workdir(), '/')) {
+      if (part == "..") {
+        out.Add("workdir", absl::StrCat("'", t.workdir(), "' must not leave the task's sandbox ('..')"));
+        break;
+      }
+    }
+  }
+  CheckResources(t, &out);
+
+  for (int i = 0; i < spec.constraints_size(); ++i) CheckConstraint(spec.constraints(i), Index("constraints", i), &out);
+  CheckRestart(spec.restart(), &out);
+  if (spec.grace_period_ms() < 0) {
+    out.Add("grace_period", absl::StrCat("must not be negative, got ", spec.grace_period_ms(), "ms"));
+  } else if (spec.grace_period_ms() > kMaxGraceMs) {
+    out.Add("grace_period", absl::StrCat(FormatDurationMs(spec.grace_period_ms()), " is more than the limit of ",
+                                         FormatDurationMs(kMaxGraceMs)));
+  }
+  if (!v1::AppClass_IsValid(spec.appclass())) {
+    out.Add("appclass", absl::StrCat("unknown appclass number ", static_cast<int>(spec.appclass())));
+  }
+  std::set<std::string> label_keys;
+  for (const auto& [k, v] : spec.labels()) label_keys.insert(k);
+  for (const std::string& k : label_keys) {
+    std::string p = Join("labels", k);
+    if (absl::Status st = ValidateAttributeKey(k); !st.ok()) {
+      out.Add(p, absl::StrCat("'", k, "' is not a valid label name (use letters, digits, '-', '_', '.' and '/')"));
+    }
+    if (spec.labels().at(k).size() > kMaxLabelValueLength) {
+      out.Add(p, absl::StrCat("value is longer than the limit of ", kMaxLabelValueLength, " characters"));
+    }
+  }
+  for (int i = 0; i < spec.overrides_size(); ++i) {
+    CheckOverride(spec.overrides(i), Index("overrides", i), spec, &out);
+  }
+  return out.Take();
+}
+
+absl::Status Validate(const v1::JobSpec& spec) {
+  std::vector<Issue> issues = ValidateIssues(spec);
+  if (issues.empty()) return absl::OkStatus();
+  std::vector<std::string> lines;
+  lines.reserve(issues.size());
+  for (const Issue& i : issues) {
+    lines.push_back(i.path.empty() ? i.message : absl::StrCat(i.path, ": ", i.message));
+  }
+  return absl::InvalidArgumentError(absl::StrJoin(lines, "\n"));
+}
+
+}  // namespace herd::spec
