@@ -2,8 +2,16 @@
 #pragma once
 
 #include "absl/strings/string_view.h"
-
 #include "spdlog/spdlog.h"
+
+// Debian's abseil has its own string_view; teach fmt (spdlog) to print it.
+template <>
+struct fmt::formatter<absl::string_view> : fmt::formatter<fmt::string_view> {
+  template <typename Ctx>
+  auto format(absl::string_view s, Ctx& ctx) const {
+    return fmt::formatter<fmt::string_view>::format(fmt::string_view(s.data(), s.size()), ctx);
+  }
+};
 
 #define HERD_LOG_DEBUG(...) SPDLOG_DEBUG(__VA_ARGS__)
 #define HERD_LOG_INFO(...) SPDLOG_INFO(__VA_ARGS__)

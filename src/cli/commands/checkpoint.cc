@@ -1,0 +1,150 @@
+// herd checkpoint export FILE [--revision R]: the cell's state (snapshot +
+// change log) to a file the simulator can load; herd checkpoint show FILE
+// [--revision R]: what a checkpoint holds as of a revision.
+#include <fstream>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include "absl/strings/str_cat.h"
+#include "cell/cell_state.h"
+#include "cli/commands/commands.h"
+#include "cli/render/render.h"
+
+namespace herd::cli {
+namespace {
+
+constexpr char kMagic[] = "HERDCKPT1\n";
+
+absl::Status ReadCheckpoint(const std::string& path, int64_t revision, cell::CellState* out,
+                            v1::CheckpointHeader* header) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  char magic[sizeof(kMagic) - 1];
+  in.read(magic, sizeof(magic));
+  if (!in || std::string(magic, sizeof(magic)) != kMagic) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a Herd checkpoint"));
+  }
+  google::protobuf::io::IstreamInputStream zin(&in);
+  google::protobuf::io::CodedInputStream coded(&zin);
+  coded.SetTotalBytesLimit(INT32_MAX);
+  bool have_snapshot = false;
+  int64_t n = 0;
+  while (true) {
+    uint32_t size;
+    if (!coded.ReadVarint32(&size)) break;
+    auto limit = coded.PushLimit(static_cast<int>(size));
+    v1::CheckpointRecord rec;
+    if (!rec.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+      return absl::DataLossError(absl::StrCat(path, ": record ", n, " is corrupt"));
+    }
+    coded.PopLimit(limit);
+    ++n;
+    if (rec.has_header()) {
+      *header = rec.header();
+    } else if (rec.has_snapshot()) {
+      auto s = cell::CellState::FromSnapshot(rec.snapshot());
+      if (!s.ok()) return s.status();
+      *out = std::move(*s);
+      have_snapshot = true;
+    } else if (rec.has_mutation()) {
+      if (!have_snapshot) return absl::DataLossError(absl::StrCat(path, ": mutation before the snapshot"));
+      if (revision > 0 && rec.mutation().revision() > revision) break;
+      if (absl::Status st = out->Apply(rec.mutation()); !st.ok()) {
+        return absl::DataLossError(absl::StrCat(path, ": revision ", rec.mutation().revision(), ": ", st.message()));
+      }
+    }
+  }
+  if (!have_snapshot) return absl::DataLossError(absl::StrCat(path, " has no snapshot"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddCheckpoint(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("checkpoint", "Export or inspect a checkpoint (snapshot + change log)");
+  cmd->require_subcommand(1);
+  auto file = std::make_shared<std::string>();
+  auto rev = std::make_shared<int64_t>(0);
+  auto* exp = cmd->add_subcommand("export", "Write the cell's checkpoint to FILE");
+  exp->add_option("file", *file, "Output file")->required();
+  exp->add_option("--revision", *rev, "Up to this revision (default: the newest)");
+  exp->callback([&ctx, file, rev] {
+    Client client(ctx.flags);
+    v1::ExportCheckpointRequest req;
+    req.set_up_to_revision(*rev);
+    auto rctx = client.Context(600'000);
+    auto reader = client.stub().ExportCheckpoint(rctx.get(), req);
+    std::string tmp = *file + ".tmp";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      ctx.exit_code = Fail(absl::InvalidArgumentError(absl::StrCat("cannot write ", tmp)));
+      return;
+    }
+    out.write(kMagic, sizeof(kMagic) - 1);
+    v1::CheckpointRecord rec;
+    int64_t mutations = 0;
+    v1::CheckpointHeader header;
+    {
+      google::protobuf::io::OstreamOutputStream zout(&out);
+      google::protobuf::io::CodedOutputStream coded(&zout);
+      while (reader->Read(&rec)) {
+        if (rec.has_header()) header = rec.header();
+        if (rec.has_mutation()) ++mutations;
+        coded.WriteVarint32(static_cast<uint32_t>(rec.ByteSizeLong()));
+        rec.SerializeWithCachedSizes(&coded);
+      }
+    }
+    grpc::Status st = reader->Finish();
+    out.close();
+    if (!st.ok()) {
+      std::remove(tmp.c_str());
+      ctx.exit_code = Fail(client.Error(st));
+      return;
+    }
+    std::rename(tmp.c_str(), file->c_str());
+    std::printf("wrote %s: snapshot at revision %lld + %lld mutations, up to revision %lld\n", file->c_str(),
+                static_cast<long long>(header.snapshot_revision()), static_cast<long long>(mutations),
+                static_cast<long long>(header.last_revision()));
+  });
+  auto* show = cmd->add_subcommand("show", "Summarise a checkpoint file as of a revision");
+  show->add_option("file", *file, "Checkpoint file")->required();
+  show->add_option("--revision", *rev, "As of this revision (default: its last)");
+  show->add_flag("--json", ctx.flags.json, "Print the state (a CellSnapshot) as JSON");
+  show->callback([&ctx, file, rev] {
+    cell::CellState state;
+    v1::CheckpointHeader header;
+    if (absl::Status st = ReadCheckpoint(*file, *rev, &state, &header); !st.ok()) {
+      ctx.exit_code = Fail(st);
+      return;
+    }
+    if (ctx.flags.json) {
+      std::printf("%s\n", ToJson(state.ToSnapshot()).c_str());
+      return;
+    }
+    std::printf("cell %s at revision %lld (file holds %lld..%lld)\n", state.cell_name().c_str(),
+                static_cast<long long>(state.revision()), static_cast<long long>(header.snapshot_revision()),
+                static_cast<long long>(header.last_revision()));
+    std::printf("machines: %zu\njobs: %zu\ntasks: %lld running, %lld pending, %lld dead\n", state.machines().size(),
+                state.jobs().size(), static_cast<long long>(state.task_count(v1::Task::RUNNING)),
+                static_cast<long long>(state.task_count(v1::Task::PENDING)),
+                static_cast<long long>(state.task_count(v1::Task::DEAD)));
+  });
+}
+
+void AddUserCommands(CLI::App& app, CommandContext& ctx) {
+  app.add_option("--master", ctx.flags.master, "Master address HOST:PORT (default: $HERD_MASTER or 127.0.0.1:7070)");
+  app.add_option("--user", ctx.flags.user, "Act as this user (default: $HERD_USER or $USER)");
+  AddSubmit(app, ctx);
+  AddKill(app, ctx);
+  AddJobs(app, ctx);
+  AddTasks(app, ctx);
+  AddStatus(app, ctx);
+  AddMachines(app, ctx);
+  AddLogs(app, ctx);
+  AddQuota(app, ctx);
+  AddCheckpoint(app, ctx);
+  AddCell(app, ctx);
+}
+
+}  // namespace herd::cli

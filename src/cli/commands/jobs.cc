@@ -1,0 +1,162 @@
+// herd jobs, herd tasks JOB, herd machines, herd cell: listings.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/priority.h"
+#include "base/units.h"
+#include "cli/commands/commands.h"
+#include "cli/render/render.h"
+
+namespace herd::cli {
+namespace {
+
+template <typename Req, typename Resp, typename Call>
+bool Fetch(CommandContext& ctx, Client& client, const Req& req, Resp* resp, Call call) {
+  auto rctx = client.Context();
+  grpc::Status st = call(rctx.get(), req, resp);
+  if (!st.ok()) {
+    ctx.exit_code = Fail(client.Error(st));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string TaskTable(const google::protobuf::RepeatedPtrField<v1::Task>& tasks, int64_t now) {
+  Table t({"TASK", "STATE", "PHASE", "MACHINE", "RESTARTS", "AGE", "LAST EVENT"});
+  for (const auto& task : tasks) {
+    std::string ev = TransitionName(task.last_event().transition());
+    if (!task.last_event().reason().empty()) absl::StrAppend(&ev, ": ", task.last_event().reason());
+    t.Add({absl::StrCat(task.job(), "/", task.index()), StateName(task.state()), PhaseName(task.phase()),
+           task.state() == v1::Task::RUNNING ? task.machine() : "-", absl::StrCat(task.restarts()),
+           Age(task.last_event().time_ms(), now), ev});
+  }
+  return t.ToString();
+}
+
+void AddJobs(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("jobs", "List jobs");
+  auto user = std::make_shared<std::string>();
+  auto all = std::make_shared<bool>(false);
+  auto rev = std::make_shared<int64_t>(0);
+  cmd->add_option("--owner", *user, "Only this user's jobs");
+  cmd->add_flag("-a,--all", *all, "Include dead jobs");
+  cmd->add_option("--at-revision", *rev, "The cell as of this revision");
+  cmd->add_flag("--json", ctx.flags.json, "Print the ListJobsResponse as JSON");
+  cmd->callback([&ctx, user, all, rev] {
+    Client client(ctx.flags);
+    v1::ListJobsRequest req;
+    req.set_user(*user);
+    req.set_include_dead(*all);
+    req.set_at_revision(*rev);
+    v1::ListJobsResponse resp;
+    if (!Fetch(ctx, client, req, &resp, [&](auto* c, auto& r, auto* o) { return client.stub().ListJobs(c, r, o); })) {
+      return;
+    }
+    if (ctx.flags.json) {
+      std::printf("%s\n", ToJson(resp).c_str());
+      return;
+    }
+    int64_t now = NowMs();
+    Table t({"JOB", "PRIORITY", "STATE", "RUNNING", "PENDING", "DEAD", "AGE"});
+    for (const auto& j : resp.jobs()) {
+      t.Add({j.id(), absl::StrCat(j.spec().priority(), " (", BandNameOf(j.spec().priority()), ")"),
+             v1::Job::State_Name(j.state()), absl::StrCat(j.running()), absl::StrCat(j.pending()),
+             absl::StrCat(j.dead()), Age(j.submit_time_ms(), now)});
+    }
+    if (t.size() == 0) {
+      std::printf("no jobs%s\n", *all ? "" : " (herd jobs --all includes dead ones)");
+    } else {
+      std::printf("%s", t.ToString().c_str());
+    }
+  });
+}
+
+void AddTasks(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("tasks", "List a job's tasks: state, machine, last transition");
+  auto job = std::make_shared<std::string>();
+  auto rev = std::make_shared<int64_t>(0);
+  cmd->add_option("job", *job, "JOB or USER/JOB")->required();
+  cmd->add_option("--at-revision", *rev, "The job as of this revision");
+  cmd->add_flag("--json", ctx.flags.json, "Print the ListTasksResponse as JSON");
+  cmd->callback([&ctx, job, rev] {
+    Client client(ctx.flags);
+    v1::ListTasksRequest req;
+    req.set_job(*job);
+    req.set_at_revision(*rev);
+    v1::ListTasksResponse resp;
+    if (!Fetch(ctx, client, req, &resp, [&](auto* c, auto& r, auto* o) { return client.stub().ListTasks(c, r, o); })) {
+      return;
+    }
+    if (ctx.flags.json) {
+      std::printf("%s\n", ToJson(resp).c_str());
+      return;
+    }
+    std::printf("%s", TaskTable(resp.tasks(), NowMs()).c_str());
+  });
+}
+
+void AddMachines(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("machines", "List the cell's machines");
+  auto rev = std::make_shared<int64_t>(0);
+  cmd->add_option("--at-revision", *rev, "The cell as of this revision");
+  cmd->add_flag("--json", ctx.flags.json, "Print the ListMachinesResponse as JSON");
+  cmd->callback([&ctx, rev] {
+    Client client(ctx.flags);
+    v1::ListMachinesRequest req;
+    req.set_at_revision(*rev);
+    v1::ListMachinesResponse resp;
+    if (!Fetch(ctx, client, req, &resp,
+               [&](auto* c, auto& r, auto* o) { return client.stub().ListMachines(c, r, o); })) {
+      return;
+    }
+    if (ctx.flags.json) {
+      std::printf("%s\n", ToJson(resp).c_str());
+      return;
+    }
+    Table t({"MACHINE", "STATE", "ADDRESS", "CPU", "MEMORY", "TASKS", "ATTRIBUTES"});
+    for (const auto& m : resp.machines()) {
+      std::vector<std::string> attrs;
+      std::vector<std::pair<std::string, std::string>> sorted(m.attributes().begin(), m.attributes().end());
+      std::sort(sorted.begin(), sorted.end());
+      for (const auto& [k, v] : sorted) {
+        if (k != "hostname" && k != "os") attrs.push_back(absl::StrCat(k, "=", v));
+      }
+      std::string state = v1::Machine::State_Name(m.state());
+      if (m.state() == v1::Machine::DOWN && !m.reason().empty()) absl::StrAppend(&state, " (", m.reason(), ")");
+      t.Add({m.name(), state, m.address(),
+             absl::StrCat(FormatCpu(m.allocated().cpu_millis()), "/", FormatCpu(m.capacity().cpu_millis())),
+             absl::StrCat(FormatBytes(m.allocated().memory_bytes()), "/", FormatBytes(m.capacity().memory_bytes())),
+             absl::StrCat(m.task_count()), absl::StrJoin(attrs, ",")});
+    }
+    if (t.size() == 0) {
+      std::printf("no machines yet (start agents with 'herd agent --master %s')\n", client.master().c_str());
+    } else {
+      std::printf("%s", t.ToString().c_str());
+    }
+  });
+}
+
+void AddCell(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("cell", "Show the cell: revision, machines, jobs and tasks");
+  cmd->add_flag("--json", ctx.flags.json, "Print the CellInfo as JSON");
+  cmd->callback([&ctx] {
+    Client client(ctx.flags);
+    v1::CellInfo info;
+    if (!Fetch(ctx, client, v1::GetCellRequest(), &info,
+               [&](auto* c, auto& r, auto* o) { return client.stub().GetCell(c, r, o); })) {
+      return;
+    }
+    if (ctx.flags.json) {
+      std::printf("%s\n", ToJson(info).c_str());
+      return;
+    }
+    std::printf("cell %s at %s, revision %lld (durable %lld), up %s\n", info.cell().c_str(), client.master().c_str(),
+                static_cast<long long>(info.revision()), static_cast<long long>(info.durable_revision()),
+                Age(info.started_ms(), NowMs()).c_str());
+    std::printf("machines: %d (%d up)\njobs: %d live\ntasks: %d running, %d pending, %d dead\n", info.machines(),
+                info.machines_up(), info.jobs(), info.tasks_running(), info.tasks_pending(), info.tasks_dead());
+  });
+}
+
+}  // namespace herd::cli

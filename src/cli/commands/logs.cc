@@ -1,0 +1,69 @@
+// herd logs JOB/INDEX [--stderr] [-f]: a task's output, read through the
+// agent of the machine it runs (or last ran) on.
+#include "absl/strings/str_cat.h"
+#include "base/ids.h"
+#include "cli/commands/commands.h"
+#include "rpc/rpc.h"
+
+namespace herd::cli {
+
+void AddLogs(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand("logs", "Print a task's stdout (or stderr); -f follows");
+  auto task = std::make_shared<std::string>();
+  auto err = std::make_shared<bool>(false);
+  auto follow = std::make_shared<bool>(false);
+  auto tail = std::make_shared<int64_t>(0);
+  cmd->add_option("task", *task, "JOB/INDEX, e.g. hello/0 or alice/hello/0")->required();
+  cmd->add_flag("--stderr", *err, "Show stderr instead of stdout");
+  cmd->add_flag("-f,--follow", *follow, "Keep printing new output");
+  cmd->add_option("--tail", *tail, "Only the last N bytes");
+  cmd->callback([&ctx, task, err, follow, tail] {
+    auto ref = ParseTaskRef(*task);
+    if (!ref.ok()) {
+      ctx.exit_code = Fail(ref.status());
+      return;
+    }
+    Client client(ctx.flags);
+    v1::GetTaskRequest req;
+    req.set_job(ref->job.user.empty() ? ref->job.name : ref->job.Id());
+    req.set_index(ref->index);
+    v1::GetTaskResponse resp;
+    auto rctx = client.Context();
+    grpc::Status st = client.stub().GetTask(rctx.get(), req, &resp);
+    if (!st.ok()) {
+      ctx.exit_code = Fail(client.Error(st));
+      return;
+    }
+    if (resp.run_id().empty() || resp.machine().address().empty()) {
+      ctx.exit_code = Fail(absl::NotFoundError(absl::StrCat(
+          "task ", resp.task().job(), "/", resp.task().index(), " has not run yet, so it has no logs (it is ",
+          v1::Task::State_Name(resp.task().state()), ")")));
+      return;
+    }
+    auto agent = v1::Agent::NewStub(rpc::Channel(resp.machine().address()));
+    v1::ReadLogsRequest lr;
+    lr.set_run_id(resp.run_id());
+    lr.set_stderr(*err);
+    lr.set_follow(*follow);
+    lr.set_tail_bytes(*tail);
+    auto actx = rpc::Context(client.user(), *follow ? 0 : 30'000);
+    auto reader = agent->ReadLogs(actx.get(), lr);
+    v1::LogChunk chunk;
+    while (reader->Read(&chunk)) {
+      std::fwrite(chunk.data().data(), 1, chunk.data().size(), stdout);
+      std::fflush(stdout);
+    }
+    grpc::Status rs = reader->Finish();
+    if (!rs.ok()) {
+      if (rs.error_code() == grpc::StatusCode::UNAVAILABLE) {
+        ctx.exit_code = Fail(absl::UnavailableError(absl::StrCat("cannot reach the agent of machine ",
+                                                                 resp.machine().name(), " at ",
+                                                                 resp.machine().address(), " to read the logs")));
+      } else {
+        ctx.exit_code = Fail(rpc::FromGrpc(rs));
+      }
+    }
+  });
+}
+
+}  // namespace herd::cli

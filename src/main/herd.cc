@@ -1,0 +1,166 @@
+// herd: the one binary. Roles (up, down, master, agent) and the user verbs
+// (submit, kill, jobs, tasks, status, machines, logs, quota, checkpoint, cell).
+// This is the only file that links every part together.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agent/server/agent_server.h"
+#include "base/ids.h"
+#include "base/units.h"
+#include "cli/commands/commands.h"
+#include "main/up.h"
+#include "master/server/master_server.h"
+#include "rpc/rpc.h"
+#include "sched/framework/profile.h"
+
+#ifndef HERD_VERSION
+#define HERD_VERSION "dev"
+#endif
+
+namespace herd {
+namespace {
+
+int Usage(const std::string& msg) {
+  std::fprintf(stderr, "herd: %s\n", msg.c_str());
+  return 2;
+}
+
+void AddMaster(CLI::App& app, int& rc) {
+  auto* cmd = app.add_subcommand("master", "Run a master (state in --data, API on --listen)");
+  auto o = std::make_shared<master::ServerOptions>();
+  auto poll = std::make_shared<std::string>("2s");
+  auto policy = std::make_shared<std::string>("best");
+  cmd->add_option("--data", o->data_dir, "Data directory (the embedded store lives here)")->required();
+  cmd->add_option("--listen", o->listen, "API address HOST:PORT")->capture_default_str();
+  cmd->add_option("--cell", o->core.cell_name, "Cell name")->capture_default_str();
+  cmd->add_option("--poll-interval", *poll, "How often each agent is polled")->capture_default_str();
+  cmd->add_option("--down-after", o->core.link.down_after_misses, "Missed polls before a machine is down")
+      ->capture_default_str();
+  cmd->add_option("--policy", *policy, "Packing policy: best or worst")->capture_default_str();
+  cmd->add_option("--snapshot-every", o->core.committer.snapshot_every, "Mutations between snapshots")
+      ->capture_default_str();
+  cmd->add_option("--log-file", o->log_file, "Also log to this file");
+  cmd->callback([&rc, o, poll, policy] {
+    auto interval = ParseDurationMs(*poll);
+    if (!interval.ok() || *interval < 10) {
+      rc = Usage(absl::StrCat("--poll-interval: ", interval.ok() ? "must be at least 10ms" : interval.status().message()));
+      return;
+    }
+    auto p = sched::ParsePackingPolicy(*policy);
+    if (!p.ok()) {
+      rc = Usage(absl::StrCat("--policy: ", p.status().message()));
+      return;
+    }
+    if (o->core.link.down_after_misses < 1) {
+      rc = Usage("--down-after must be at least 1");
+      return;
+    }
+    o->core.link.poll_interval_ms = *interval;
+    o->core.link.poll_timeout_ms = std::max<int64_t>(500, std::min<int64_t>(*interval, 5000));
+    o->core.scheduler.policy = *p;
+    o->core.version = HERD_VERSION;
+    rc = master::RunMaster(*o);
+  });
+}
+
+void AddAgent(CLI::App& app, int& rc) {
+  auto* cmd = app.add_subcommand("agent", "Run an agent for this machine");
+  auto o = std::make_shared<agent::AgentOptions>();
+  auto capacity = std::make_shared<std::string>();
+  auto attrs = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("--master", o->master, "Master address HOST:PORT")->capture_default_str();
+  cmd->add_option("--listen", o->listen, "Agent address HOST:PORT (port 0 picks one)")->capture_default_str();
+  cmd->add_option("--name", o->name, "Machine name (default: the host name)");
+  cmd->add_option("--capacity", *capacity, "Resources to offer, e.g. cpu=2,memory=4Gi (default: detected)");
+  cmd->add_option("--attr", *attrs, "Machine attribute KEY=VALUE (repeatable)");
+  cmd->add_option("--root", o->root_dir, "Directory for task runs and logs");
+  cmd->add_flag("--stop-tasks-on-exit", o->stop_tasks_on_exit, "Stop every task when the agent stops");
+  cmd->add_option("--log-file", o->log_file, "Also log to this file");
+  cmd->callback([&rc, o, capacity, attrs] {
+    if (auto st = rpc::ValidateAddress(o->master); !st.ok()) {
+      rc = Usage(absl::StrCat("--master: ", st.message()));
+      return;
+    }
+    if (auto st = rpc::ValidateAddress(o->listen); !st.ok()) {
+      rc = Usage(absl::StrCat("--listen: ", st.message()));
+      return;
+    }
+    if (!o->name.empty()) {
+      if (auto st = ValidateMachineName(o->name); !st.ok()) {
+        rc = Usage(absl::StrCat("--name: ", st.message()));
+        return;
+      }
+    }
+    if (!capacity->empty()) {
+      auto c = ParseResourceList(*capacity);
+      if (!c.ok()) {
+        rc = Usage(absl::StrCat("--capacity: ", c.status().message()));
+        return;
+      }
+      o->capacity = *c;
+      o->capacity_given = true;
+    }
+    for (const std::string& a : *attrs) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(a, absl::MaxSplits('=', 1));
+      if (a.find('=') == std::string::npos) {
+        rc = Usage(absl::StrCat("--attr '", a, "' is not KEY=VALUE"));
+        return;
+      }
+      if (auto st = ValidateAttributeKey(kv.first); !st.ok()) {
+        rc = Usage(absl::StrCat("--attr: ", st.message()));
+        return;
+      }
+      o->attributes[kv.first] = kv.second;
+    }
+    rc = agent::RunAgent(*o);
+  });
+}
+
+void AddUp(CLI::App& app, int& rc) {
+  auto* cmd = app.add_subcommand("up", "Start a whole local cell: a master and agents on this machine");
+  auto o = std::make_shared<UpOptions>();
+  cmd->add_option("--agents", o->agents, "Split this machine into N agents")->capture_default_str();
+  cmd->add_option("--data", o->data_dir, "Data directory (default: $HERD_HOME or ~/.herd/up)");
+  cmd->add_option("--listen", o->listen, "Master address HOST:PORT")->capture_default_str();
+  cmd->add_option("--cell", o->cell, "Cell name")->capture_default_str();
+  cmd->add_option("--poll-interval", o->poll_interval, "How often the master polls each agent")
+      ->capture_default_str();
+  cmd->add_flag("-d,--detach", o->detach, "Run in the background (stop with 'herd down')");
+  cmd->callback([&rc, o] { rc = RunUp(*o); });
+  auto* down = app.add_subcommand("down", "Stop a cell started with 'herd up --detach'");
+  auto dir = std::make_shared<std::string>();
+  down->add_option("--data", *dir, "Its data directory (default: $HERD_HOME or ~/.herd/up)");
+  down->callback([&rc, dir] { rc = RunDown(*dir); });
+}
+
+}  // namespace
+}  // namespace herd
+
+int main(int argc, char** argv) {
+  CLI::App app("herd: a cluster manager in the tradition of Borg", "herd");
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.set_version_flag("--version", HERD_VERSION);
+  int rc = 0;
+  herd::cli::CommandContext ctx;
+  herd::AddUp(app, rc);
+  herd::AddMaster(app, rc);
+  herd::AddAgent(app, rc);
+  herd::cli::AddUserCommands(app, ctx);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  return rc != 0 ? rc : ctx.exit_code;
+}

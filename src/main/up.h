@@ -1,0 +1,25 @@
+// `herd up`: a whole cell on this machine -- a master with its embedded store
+// in a data directory and N agents, each with its own port, a slice of this
+// machine's capacity and a rack attribute, so placement and failures can be
+// watched on one host. `herd down` stops a detached one.
+#pragma once
+
+#include <string>
+
+namespace herd {
+
+struct UpOptions {
+  int agents = 1;
+  std::string data_dir;  // default: $HERD_HOME or ~/.herd/up
+  std::string listen = "127.0.0.1:7070";
+  std::string cell = "local";
+  bool detach = false;
+  std::string poll_interval = "1s";
+  std::string example;  // spec file to submit once the cell is up
+};
+
+std::string DefaultUpDir();
+int RunUp(const UpOptions& options);
+int RunDown(const std::string& data_dir);
+
+}  // namespace herd

@@ -1,0 +1,176 @@
+#include "master/core/committer.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/check.h"
+#include "base/log.h"
+#include "base/status.h"
+
+namespace herd::master {
+
+Committer::Committer(cell::CellState state, store::LogStore* store, Clock* clock, Options opts)
+    : store_(store), clock_(clock), opts_(opts), log_(store), state_(std::move(state)) {
+  last_snapshot_ = state_.revision();
+  durable_seen_ = log_.DurableRevision();
+  log_.SetOnDurable([this](int64_t rev) {
+    absl::MutexLock l(&feed_mu_);
+    durable_seen_ = rev;
+  });
+  snapshot_thread_ = std::thread([this] { SnapshotLoop(); });
+}
+
+Committer::~Committer() {
+  {
+    absl::MutexLock l(&feed_mu_);
+    stopping_ = true;
+  }
+  snapshot_thread_.join();
+  log_.SetOnDurable(nullptr);
+}
+
+int64_t Committer::revision() const {
+  absl::ReaderMutexLock l(&mu_);
+  return state_.revision();
+}
+
+int64_t Committer::ApplyLocked(v1::Mutation& m, absl::string_view actor) {
+  m.set_revision(state_.revision() + 1);
+  if (m.time_ms() == 0) m.set_time_ms(clock_->NowMs());
+  if (m.actor().empty()) m.set_actor(std::string(actor));
+  cell::Effects fx;
+  absl::Status st = state_.Apply(m, &fx);
+  HERD_CHECK_MSG(st.ok(), st.ToString());  // callers checked first
+  if (effects_fn_) effects_fn_(fx);
+  feed_.push_back(m);
+  while (feed_.size() > opts_.feed_size) feed_.pop_front();
+  return m.revision();
+}
+
+absl::Status Committer::WaitAndCheck(int64_t revision) {
+  absl::Status st = log_.WaitDurable(revision);
+  if (!st.ok()) {
+    HERD_LOG_ERROR("store failed; state in memory is ahead of disk: {}", st.ToString());
+    bool report = false;
+    {
+      absl::MutexLock l(&feed_mu_);
+      report = !fatal_reported_;
+      fatal_reported_ = true;
+    }
+    if (report && fatal_fn_) fatal_fn_(st);
+    return absl::UnavailableError(absl::StrCat("the master's store failed: ", st.message()));
+  }
+  bool snap = false;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    snap = opts_.snapshot_every > 0 && state_.revision() - last_snapshot_ >= opts_.snapshot_every;
+  }
+  if (snap) {
+    absl::MutexLock l(&feed_mu_);
+    snapshot_wanted_ = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Committer::Commit(absl::string_view actor, const BuildFn& build) {
+  int64_t last;
+  std::vector<v1::Mutation> queued;
+  {
+    absl::MutexLock l(&mu_);
+    HERD_ASSIGN_OR_RETURN(std::vector<v1::Mutation> ms, build(state_));
+    if (ms.empty()) return state_.revision();
+    if (ms.size() == 1) {
+      HERD_RETURN_IF_ERROR(state_.Check(ms[0]));
+    } else {
+      // All or nothing: check the whole sequence on a scratch copy first.
+      auto scratch = cell::CellState::FromSnapshot(state_.ToSnapshot());
+      HERD_RETURN_IF_ERROR(scratch.status());
+      for (const auto& m : ms) HERD_RETURN_IF_ERROR(scratch->Apply(m));
+    }
+    for (auto& m : ms) last = ApplyLocked(m, actor);
+    queued = std::move(ms);
+    log_.Enqueue(queued);
+  }
+  HERD_RETURN_IF_ERROR(WaitAndCheck(last));
+  return last;
+}
+
+std::vector<absl::Status> Committer::CommitEach(absl::string_view actor, std::vector<v1::Mutation> mutations) {
+  std::vector<absl::Status> out(mutations.size());
+  int64_t last = 0;
+  {
+    absl::MutexLock l(&mu_);
+    std::vector<v1::Mutation> accepted;
+    for (size_t i = 0; i < mutations.size(); ++i) {
+      out[i] = state_.Check(mutations[i]);
+      if (!out[i].ok()) continue;
+      last = ApplyLocked(mutations[i], actor);
+      accepted.push_back(std::move(mutations[i]));
+    }
+    if (!accepted.empty()) log_.Enqueue(std::move(accepted));
+  }
+  if (last > 0) {
+    absl::Status st = WaitAndCheck(last);
+    if (!st.ok()) {
+      for (auto& s : out) {
+        if (s.ok()) s = st;
+      }
+    }
+  }
+  return out;
+}
+
+int64_t Committer::FeedStart() const {
+  absl::ReaderMutexLock l(&mu_);
+  return feed_.empty() ? state_.revision() + 1 : feed_.front().revision();
+}
+
+absl::StatusOr<std::vector<v1::Mutation>> Committer::WaitForMutations(int64_t after, int64_t timeout_ms,
+                                                                      size_t max) {
+  {
+    absl::MutexLock l(&feed_mu_);
+    auto ready = [&]() { return durable_seen_ > after || stopping_; };
+    feed_mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(timeout_ms));
+  }
+  int64_t durable = log_.DurableRevision();
+  std::vector<v1::Mutation> out;
+  absl::ReaderMutexLock l(&mu_);
+  int64_t start = feed_.empty() ? state_.revision() + 1 : feed_.front().revision();
+  if (after + 1 < start && after < durable) {
+    return absl::OutOfRangeError(absl::StrCat("revision ", after + 1, " is older than the in-memory feed (", start,
+                                              "); read it from the store"));
+  }
+  if (feed_.empty() || after >= durable) return out;
+  size_t i = static_cast<size_t>(std::max<int64_t>(0, after + 1 - start));
+  for (; i < feed_.size() && out.size() < max && feed_[i].revision() <= durable; ++i) out.push_back(feed_[i]);
+  return out;
+}
+
+absl::Status Committer::WriteSnapshot() {
+  v1::CellSnapshot snap;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    snap = state_.ToSnapshot();
+  }
+  HERD_RETURN_IF_ERROR(log_.WaitDurable(snap.revision()));
+  HERD_RETURN_IF_ERROR(store_->WriteSnapshot(snap));
+  {
+    absl::MutexLock l(&mu_);
+    last_snapshot_ = std::max(last_snapshot_, snap.revision());
+  }
+  HERD_LOG_INFO("snapshot written at revision {}", snap.revision());
+  return absl::OkStatus();
+}
+
+void Committer::SnapshotLoop() {
+  while (true) {
+    {
+      absl::MutexLock l(&feed_mu_);
+      auto cond = [this]() { return snapshot_wanted_ || stopping_; };
+      feed_mu_.Await(absl::Condition(&cond));
+      if (stopping_) return;
+      snapshot_wanted_ = false;
+    }
+    if (absl::Status st = WriteSnapshot(); !st.ok()) HERD_LOG_WARN("snapshot failed: {}", st.ToString());
+  }
+}
+
+}  // namespace herd::master

@@ -1,0 +1,112 @@
+// Committer: the master's single writer of cell state.
+//
+// Every change goes through Commit(): under the state lock the caller's
+// function looks at the state and returns mutations; each is stamped (revision,
+// time, actor), applied to the in-memory CellState and queued on the group-
+// commit log; then, outside the lock, the caller waits until the mutations are
+// durable before answering anyone. Nothing leaves the master before it is
+// durable: readers of the change feed (Watch, the scheduler's cache) see only
+// durable revisions, and a poll waits for the revision it was built from.
+// A crash at any moment therefore loses only unacknowledged mutations.
+//
+// If the store fails, memory is ahead of disk: the committer reports the
+// failure and the master exits (recovery rebuilds from the store).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "base/clock.h"
+#include "cell/cell_state.h"
+#include "store/group_commit.h"
+#include "store/log_store.h"
+
+namespace herd::master {
+
+class Committer {
+ public:
+  struct Options {
+    int64_t snapshot_every = 10'000;  // mutations between snapshots (0 = never)
+    size_t feed_size = 100'000;       // recent mutations kept in memory for watchers
+  };
+  using BuildFn = std::function<absl::StatusOr<std::vector<v1::Mutation>>(const cell::CellState&)>;
+  using EffectsFn = std::function<void(const cell::Effects&)>;
+
+  // `state` is the recovered state; its revision must equal the store's last.
+  Committer(cell::CellState state, store::LogStore* store, Clock* clock, Options opts);
+  ~Committer();
+
+  // Applies the mutations `build` returns, all or nothing: if one fails its
+  // check, none is applied and its error is returned. Waits until durable.
+  // Returns the cell revision after them (unchanged if there were none).
+  absl::StatusOr<int64_t> Commit(absl::string_view actor, const BuildFn& build);
+
+  // Applies each mutation independently (scheduler proposals, agent
+  // reports): one failing does not stop the others. Waits until the accepted
+  // ones are durable. Returns one status per mutation.
+  std::vector<absl::Status> CommitEach(absl::string_view actor, std::vector<v1::Mutation> mutations);
+
+  // Runs fn with the state under the lock (for reads: keep it short).
+  template <typename Fn>
+  auto Read(Fn&& fn) const {
+    absl::ReaderMutexLock l(&mu_);
+    return fn(state_);
+  }
+
+  // Durable mutations with revision > after, at most `max`, waiting up to
+  // timeout_ms for one to arrive. OUT_OF_RANGE if `after` is older than the
+  // in-memory feed (read the store instead).
+  absl::StatusOr<std::vector<v1::Mutation>> WaitForMutations(int64_t after, int64_t timeout_ms, size_t max);
+  // Oldest revision the in-memory feed can serve from (after >= this - 1).
+  int64_t FeedStart() const;
+
+  absl::Status WaitDurable(int64_t revision) { return log_.WaitDurable(revision); }
+  int64_t durable_revision() const { return log_.DurableRevision(); }
+  int64_t revision() const;
+
+  // Called under the state lock after each applied mutation (keep it cheap:
+  // e.g. kick a poll). Set before traffic starts.
+  void SetEffectsListener(EffectsFn fn) { effects_fn_ = std::move(fn); }
+  // Called once if the store fails (the master should exit).
+  void SetFatalListener(std::function<void(const absl::Status&)> fn) { fatal_fn_ = std::move(fn); }
+
+  // Writes a snapshot of the current state now (also done every
+  // snapshot_every mutations in the background).
+  absl::Status WriteSnapshot();
+
+ private:
+  // Stamps, applies and queues; returns the last revision or the error.
+  int64_t ApplyLocked(v1::Mutation& m, absl::string_view actor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WaitAndCheck(int64_t revision);
+  void SnapshotLoop();
+
+  store::LogStore* const store_;
+  Clock* const clock_;
+  const Options opts_;
+  store::GroupCommitLog log_;
+  EffectsFn effects_fn_;
+  std::function<void(const absl::Status&)> fatal_fn_;
+
+  mutable absl::Mutex mu_;
+  cell::CellState state_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::Mutation> feed_ ABSL_GUARDED_BY(mu_);  // applied, newest last
+  int64_t last_snapshot_ ABSL_GUARDED_BY(mu_) = 0;
+
+  mutable absl::Mutex feed_mu_;  // signalled when durable advances
+  int64_t durable_seen_ ABSL_GUARDED_BY(feed_mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(feed_mu_) = false;
+  bool snapshot_wanted_ ABSL_GUARDED_BY(feed_mu_) = false;
+  bool fatal_reported_ = false;
+  std::thread snapshot_thread_;
+};
+
+}  // namespace herd::master

@@ -1,0 +1,84 @@
+// LinkShard: polls agents (Borg §3.3). Every machine is polled every
+// poll_interval and at once when its desired state changes (Kick). A poll
+// sends the machine's complete desired state and turns the differences in the
+// reply into mutations. A machine that misses `down_after_misses` polls in a
+// row is marked DOWN (its tasks go back to PENDING) -- at most a fraction of
+// the cell per window, so a network partition does not look like the loss of
+// half the cell. A DOWN machine that answers is marked UP again; since its old
+// tasks now run elsewhere, its desired state no longer lists them and the
+// agent kills them.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "base/clock.h"
+#include "master/core/committer.h"
+#include "master/core/link/agent_link.h"
+
+namespace herd::master {
+
+class LinkShard {
+ public:
+  struct Options {
+    int64_t poll_interval_ms = 2000;
+    int down_after_misses = 3;
+    int64_t poll_timeout_ms = 2000;
+    int threads = 4;
+    // At most this fraction of the cell's machines (at least one) is marked
+    // down per down window (poll_interval * down_after_misses).
+    double max_down_fraction = 0.1;
+    std::string master_name = "master";
+  };
+
+  struct Health {
+    int misses = 0;
+    int64_t last_ok_ms = 0;  // monotonic
+    std::string last_error;
+    int64_t polls = 0;
+  };
+
+  LinkShard(Committer* committer, AgentLink* link, Clock* clock, Options opts);
+  ~LinkShard();
+
+  // Starts polling every machine the cell knows.
+  void Start();
+  void Stop();
+  // Polls `machine` as soon as possible (coalesced); adds it if new.
+  void Kick(const std::string& machine);
+  std::optional<Health> GetHealth(const std::string& machine) const;
+
+ private:
+  struct Entry {
+    int64_t due_ms = 0;
+    bool in_flight = false;
+    bool kicked = false;
+    Health health;
+  };
+  void Worker();
+  void PollOne(const std::string& name);
+  void Schedule(const std::string& name, Entry& e, int64_t due) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool MayMarkDown(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Committer* const committer_;
+  AgentLink* const link_;
+  Clock* const clock_;
+  const Options opts_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<int64_t, std::string>> due_ ABSL_GUARDED_BY(mu_);
+  std::deque<int64_t> downs_ ABSL_GUARDED_BY(mu_);  // times machines were marked down
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace herd::master

@@ -1,0 +1,92 @@
+#include "master/core/link/reconcile.h"
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "base/ids.h"
+#include "cell/task_template.h"
+
+namespace herd::master {
+
+v1::TaskRun BuildTaskRun(const cell::CellState& state, const cell::Task& t) {
+  const v1::JobSpec& spec = t.job->spec;
+  v1::TaskRun run;
+  run.mutable_ref()->set_job(t.job->id);
+  run.mutable_ref()->set_index(t.index);
+  run.mutable_ref()->set_incarnation(t.incarnation);
+  run.set_run_id(RunId(t.job->id, t.index, t.incarnation));
+  v1::TaskTemplate tt = cell::ResolveTask(spec, t.index, state.cell_name());
+  for (const auto& a : tt.command()) run.add_argv(a);
+  for (const auto& a : tt.args()) run.add_argv(a);
+  *run.mutable_env() = tt.env();
+  t.resources.ToProto(run.mutable_resources());
+  run.set_grace_period_ms(spec.grace_period_ms());
+  *run.mutable_restart() = spec.restart();
+  run.set_priority(spec.priority());
+  run.set_appclass(spec.appclass());
+  run.set_user(spec.user());
+  *run.mutable_port_names() = tt.port_names();
+  run.set_workdir(tt.workdir());
+  return run;
+}
+
+v1::PollRequest BuildPollRequest(const cell::CellState& state, const cell::Machine& machine) {
+  v1::PollRequest req;
+  req.set_machine(machine.name);
+  req.set_revision(state.revision());
+  for (const cell::Task* t : machine.tasks) *req.add_desired() = BuildTaskRun(state, *t);
+  return req;
+}
+
+std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::string& machine,
+                                    const absl::flat_hash_set<std::string>& sent,
+                                    const v1::PollResponse& observed) {
+  std::vector<v1::Mutation> out;
+  const cell::Machine* m = state.FindMachine(machine);
+  if (m == nullptr) return out;
+  absl::flat_hash_map<std::string, const v1::RunStatus*> runs;
+  for (const v1::RunStatus& r : observed.runs()) runs[r.run_id()] = &r;
+  for (const cell::Task* t : m->tasks) {
+    std::string run_id = RunId(t->job->id, t->index, t->incarnation);
+    if (!sent.contains(run_id)) continue;  // placed after this poll was built
+    v1::TaskRef ref;
+    ref.set_job(t->job->id);
+    ref.set_index(t->index);
+    ref.set_incarnation(t->incarnation);
+    v1::Mutation mut;
+    auto it = runs.find(run_id);
+    if (it == runs.end()) {
+      *mut.mutable_task_lost()->mutable_task() = ref;
+      mut.mutable_task_lost()->set_reason(absl::StrCat("the agent on ", machine, " does not have run ", run_id));
+      out.push_back(std::move(mut));
+      continue;
+    }
+    const v1::RunStatus& r = *it->second;
+    if (r.terminal()) {
+      v1::TaskExited* e = mut.mutable_task_exited();
+      *e->mutable_task() = ref;
+      e->set_exit_code(r.exit_code());
+      e->set_exit_signal(r.exit_signal());
+      e->set_restarts(r.restarts());
+      e->set_reason(r.message());
+      out.push_back(std::move(mut));
+      continue;
+    }
+    if (r.phase() != t->phase || r.pid() != t->pid || r.restarts() != t->restarts ||
+        r.exit_code() != t->exit_code || r.exit_signal() != t->exit_signal || r.message() != t->message ||
+        r.started_ms() != t->started_ms) {
+      v1::TaskObserved* o = mut.mutable_task_observed();
+      *o->mutable_task() = ref;
+      o->set_phase(r.phase());
+      o->set_pid(r.pid());
+      o->set_restarts(r.restarts());
+      o->set_exit_code(r.exit_code());
+      o->set_exit_signal(r.exit_signal());
+      o->set_message(r.message());
+      o->set_started_ms(r.started_ms());
+      out.push_back(std::move(mut));
+    }
+  }
+  return out;
+}
+
+}  // namespace herd::master

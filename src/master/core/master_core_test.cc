@@ -1,0 +1,297 @@
+#include "master/core/master_core.h"
+
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "master/core/admission.h"
+#include "master/core/link/reconcile.h"
+#include "master/core/recovery.h"
+#include "testing/builders.h"
+#include "testing/fake_agent_link.h"
+
+namespace herd::master {
+namespace {
+
+using namespace herd::testing;  // NOLINT
+
+// Polls `cond` until true or ~10 s pass.
+template <typename F>
+bool Eventually(F cond, int ms = 10'000) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return cond();
+}
+
+class MasterCoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(); }
+  void Start() {
+    MasterOptions o;
+    o.link.poll_interval_ms = 50;
+    o.link.poll_timeout_ms = 200;
+    o.link.down_after_misses = 2;
+    o.link.max_down_fraction = 1.0;
+    o.committer.snapshot_every = 50;
+    auto core = MasterCore::Create(&store_, &link_, RealClock::Get(), o);
+    ASSERT_TRUE(core.ok()) << core.status();
+    core_ = std::move(*core);
+    core_->Start();
+  }
+  void Register(const std::string& name, int64_t cpu = 4000) {
+    v1::RegisterMachineRequest r;
+    *r.mutable_machine() = MachineBuilder(name).Cpu(cpu).Address(name + ":1").Build();
+    ASSERT_TRUE(core_->RegisterMachine(r).ok());
+  }
+  absl::StatusOr<v1::SubmitResponse> SubmitJob(const v1::JobSpec& spec, const std::string& request_id = "") {
+    v1::SubmitRequest req;
+    *req.add_jobs() = spec;
+    req.set_request_id(request_id);
+    return core_->Submit("alice", req);
+  }
+  v1::GetJobResponse Job(const std::string& job) {
+    v1::GetJobRequest r;
+    r.set_job(job);
+    auto resp = core_->GetJob("alice", r);
+    EXPECT_TRUE(resp.ok()) << resp.status();
+    return resp.ok() ? *resp : v1::GetJobResponse();
+  }
+  bool AllActive(const std::string& job, int n) {
+    v1::GetJobResponse r = Job(job);
+    int active = 0;
+    for (const auto& t : r.tasks()) active += t.state() == v1::Task::RUNNING && t.phase() == v1::Task::ACTIVE;
+    return active == n;
+  }
+
+  store::MemoryLogStore store_;
+  FakeAgentLink link_;
+  std::unique_ptr<MasterCore> core_;
+};
+
+TEST_F(MasterCoreTest, SubmittedTasksAreScheduledAndStarted) {
+  Register("m1");
+  Register("m2");
+  auto r = SubmitJob(JobBuilder("web").Tasks(6).Cpu(1000).Build());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->results(0).created());
+  ASSERT_TRUE(Eventually([&] { return AllActive("web", 6); }));
+  EXPECT_EQ(link_.Runs("m1:1") + link_.Runs("m2:1"), 6);
+  v1::GetJobResponse j = Job("alice/web");
+  EXPECT_EQ(j.job().state(), v1::Job::RUNNING);
+  EXPECT_EQ(j.tasks(0).last_event().transition(), v1::Event::SCHEDULE);
+}
+
+TEST_F(MasterCoreTest, SubmitIsIdempotent) {
+  Register("m1");
+  auto first = SubmitJob(JobBuilder("web").Build(), "req-1");
+  ASSERT_TRUE(first.ok());
+  int64_t rev = core_->GetCell().revision();
+  auto again = SubmitJob(JobBuilder("web").Tasks(9).Build(), "req-1");  // same id: first answer
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->results(0).created());
+  auto same = SubmitJob(JobBuilder("web").Build());  // identical spec
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(same->results(0).created());
+  // Only scheduling/agent mutations may have happened since; no new job.
+  EXPECT_EQ(Job("web").job().submit_revision(), first->revision());
+  auto different = SubmitJob(JobBuilder("web").Tasks(2).Build());
+  EXPECT_EQ(different.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_GE(core_->GetCell().revision(), rev);
+}
+
+TEST_F(MasterCoreTest, InvalidSpecChangesNothing) {
+  int64_t rev = core_->GetCell().revision();
+  v1::JobSpec bad = JobBuilder("web").Build();
+  bad.mutable_task()->mutable_resources()->set_cpu_millis(-5);
+  auto r = SubmitJob(bad);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(r.status().message()).find("resources.cpu"), std::string::npos) << r.status();
+  EXPECT_EQ(core_->GetCell().revision(), rev);
+}
+
+TEST_F(MasterCoreTest, QuotaRejectionSaysWhatAndHowMuch) {
+  v1::SetQuotaRequest q;
+  q.mutable_quota()->set_user("alice");
+  q.mutable_quota()->set_band("production");
+  q.mutable_quota()->mutable_limit()->set_cpu_millis(2000);
+  q.mutable_quota()->mutable_limit()->set_memory_bytes(1LL << 30);
+  ASSERT_TRUE(core_->SetQuota("admin", q).ok());
+  ASSERT_TRUE(SubmitJob(JobBuilder("a").Priority(200).Tasks(2).Memory(256LL << 20).Build()).ok());
+  int64_t rev = core_->GetCell().revision();
+  auto r = SubmitJob(JobBuilder("b").Priority(200).Tasks(3).Memory(256LL << 20).Build());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(std::string(r.status().message()),
+            "over quota: user alice asks 768Mi memory in band production, 512Mi left of 1Gi "
+            "(job alice/b: 3 task(s) of cpu=100m memory=256Mi)");
+  EXPECT_EQ(core_->GetCell().revision(), rev);
+  // Priority 0 is never limited; another band is unlimited without quota.
+  EXPECT_TRUE(SubmitJob(JobBuilder("free").Priority(0).Tasks(100).Memory(1LL << 30).Build()).ok());
+  EXPECT_TRUE(SubmitJob(JobBuilder("batch").Priority(100).Tasks(10).Memory(1LL << 30).Build()).ok());
+}
+
+TEST_F(MasterCoreTest, KillStopsEveryTask) {
+  Register("m1");
+  ASSERT_TRUE(SubmitJob(JobBuilder("web").Tasks(3).Build()).ok());
+  ASSERT_TRUE(Eventually([&] { return AllActive("web", 3); }));
+  v1::KillRequest k;
+  k.set_job("web");
+  auto r = core_->Kill("alice", k);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->job().state(), v1::Job::DEAD);
+  v1::GetJobResponse killed = Job("web");
+  for (const auto& t : killed.tasks()) EXPECT_EQ(t.last_event().transition(), v1::Event::KILL);
+  EXPECT_TRUE(Eventually([&] { return link_.Runs("m1:1") == 0; }));
+  k.set_job("nope");
+  EXPECT_EQ(core_->Kill("alice", k).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(MasterCoreTest, DownMachineTasksMoveAndDuplicatesAreKilledOnReturn) {
+  Register("m1");
+  Register("m2");
+  ASSERT_TRUE(SubmitJob(JobBuilder("web").Tasks(4).Cpu(1000).Build()).ok());
+  ASSERT_TRUE(Eventually([&] { return AllActive("web", 4); }));
+  // Best fit puts all four on one machine; take that one away.
+  std::string victim = link_.Runs("m1:1") == 4 ? "m1" : "m2";
+  std::string other = victim == "m1" ? "m2" : "m1";
+  link_.SetUp(victim + ":1", false);
+  ASSERT_TRUE(Eventually([&] {
+    auto machines = core_->ListMachines(v1::ListMachinesRequest());
+    for (const auto& m : machines->machines()) {
+      if (m.name() == victim) return m.state() == v1::Machine::DOWN;
+    }
+    return false;
+  }));
+  ASSERT_TRUE(Eventually([&] { return AllActive("web", 4) && link_.Runs(other + ":1") == 4; }));
+  v1::GetJobResponse moved = Job("web");
+  for (const auto& t : moved.tasks()) {
+    EXPECT_EQ(t.machine(), other);
+    EXPECT_EQ(t.incarnation(), 2);
+    EXPECT_EQ(t.history(t.history_size() - 2).transition(), v1::Event::LOST);
+  }
+  EXPECT_EQ(link_.Runs(victim + ":1"), 4);  // still running there, unseen
+  link_.SetUp(victim + ":1", true);
+  ASSERT_TRUE(Eventually([&] { return link_.Runs(victim + ":1") == 0; }));  // duplicates killed
+  EXPECT_EQ(link_.Runs(other + ":1"), 4);
+}
+
+TEST_F(MasterCoreTest, ExitsAndLostRunsAreReported) {
+  Register("m1");
+  ASSERT_TRUE(SubmitJob(JobBuilder("batch").Tasks(2).Build()).ok());
+  ASSERT_TRUE(Eventually([&] { return AllActive("batch", 2); }));
+  link_.Exit("m1:1", "alice.batch.0.1", 0);
+  link_.Exit("m1:1", "alice.batch.1.1", 7);
+  ASSERT_TRUE(Eventually([&] { return Job("batch").job().state() == v1::Job::DEAD; }));
+  auto j = Job("batch");
+  EXPECT_EQ(j.tasks(0).last_event().transition(), v1::Event::FINISH);
+  EXPECT_EQ(j.tasks(1).last_event().transition(), v1::Event::FAIL);
+  EXPECT_EQ(j.tasks(1).exit_code(), 7);
+}
+
+TEST_F(MasterCoreTest, RecoveryRestoresEverythingAcknowledged) {
+  Register("m1");
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE(SubmitJob(JobBuilder("j" + std::to_string(i)).Build()).ok());
+  ASSERT_TRUE(Eventually([&] { return core_->GetCell().tasks_running() == 30; }));
+  core_->Stop();
+  auto before = core_->committer().Read([](const cell::CellState& s) { return s.ToSnapshot(); });
+  core_.reset();
+  auto recovered = Recover(store_);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(before, recovered->ToSnapshot()));
+  // A snapshot was written along the way (snapshot_every = 50).
+  EXPECT_TRUE(store_.ReadSnapshot(before.revision())->has_value());
+  Start();
+  EXPECT_EQ(core_->GetCell().tasks_running(), 30);
+}
+
+TEST_F(MasterCoreTest, ReadsAsOfAnyRevisionAndCheckpoint) {
+  Register("m1");
+  auto r1 = SubmitJob(JobBuilder("a").Build());
+  ASSERT_TRUE(r1.ok());
+  auto r2 = SubmitJob(JobBuilder("b").Build());
+  ASSERT_TRUE(r2.ok());
+  v1::ListJobsRequest lj;
+  lj.set_at_revision(r1->revision());
+  auto past = core_->ListJobs(lj);
+  ASSERT_TRUE(past.ok()) << past.status();
+  ASSERT_EQ(past->jobs_size(), 1);
+  EXPECT_EQ(past->jobs(0).id(), "alice/a");
+  lj.set_at_revision(0);
+  EXPECT_EQ(core_->ListJobs(lj)->jobs_size(), 2);
+
+  std::vector<v1::CheckpointRecord> recs;
+  ASSERT_TRUE(core_->ExportCheckpoint(0, [&](const v1::CheckpointRecord& r) {
+    recs.push_back(r);
+    return true;
+  }).ok());
+  ASSERT_GE(recs.size(), 2u);
+  ASSERT_TRUE(recs[0].has_header());
+  auto state = cell::CellState::FromSnapshot(recs[1].snapshot());
+  ASSERT_TRUE(state.ok());
+  for (size_t i = 2; i < recs.size(); ++i) ASSERT_TRUE(state->Apply(recs[i].mutation()).ok());
+  EXPECT_EQ(state->revision(), recs[0].header().last_revision());
+  auto now = Recover(store_, state->revision());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(now->ToSnapshot(), state->ToSnapshot()));
+}
+
+TEST_F(MasterCoreTest, WatchStreamsDurableMutations) {
+  std::vector<int64_t> revs;
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    core_->Watch(1, [&](const v1::WatchResponse& r) {
+      for (const auto& m : r.mutations()) revs.push_back(m.revision());
+      if (revs.size() >= 3) done = true;
+      return !done;
+    }, [&] { return done.load(); });
+  });
+  Register("m1");
+  ASSERT_TRUE(SubmitJob(JobBuilder("a").Build()).ok());
+  ASSERT_TRUE(SubmitJob(JobBuilder("b").Build()).ok());
+  watcher.join();
+  ASSERT_GE(revs.size(), 3u);
+  for (size_t i = 0; i < revs.size(); ++i) EXPECT_EQ(revs[i], static_cast<int64_t>(i) + 1);
+}
+
+TEST_F(MasterCoreTest, AmbiguousJobNamesNeedAUser) {
+  v1::SubmitRequest req;
+  *req.add_jobs() = JobBuilder("web", "bob").Build();
+  ASSERT_TRUE(core_->Submit("bob", req).ok());
+  *req.mutable_jobs(0) = JobBuilder("web", "carol").Build();
+  ASSERT_TRUE(core_->Submit("carol", req).ok());
+  v1::GetJobRequest g;
+  g.set_job("web");
+  EXPECT_EQ(core_->GetJob("dave", g).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core_->GetJob("bob", g)->job().id(), "bob/web");  // the caller's own first
+  g.set_job("carol/web");
+  EXPECT_EQ(core_->GetJob("bob", g)->job().id(), "carol/web");
+}
+
+TEST(Reconcile, OnlyDifferencesBecomeMutations) {
+  cell::CellState s;
+  ASSERT_TRUE(s.Apply(Register(MachineBuilder("m1").Build())).ok());
+  ASSERT_TRUE(s.Apply(Submit(JobBuilder("a").Tasks(3).Build())).ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.Apply(Schedule("alice/a", i, "m1")).ok());
+  v1::PollRequest req = BuildPollRequest(s, *s.FindMachine("m1"));
+  ASSERT_EQ(req.desired_size(), 3);
+  EXPECT_EQ(req.desired(0).run_id(), "alice.a.0.1");
+  absl::flat_hash_set<std::string> sent = {"alice.a.0.1", "alice.a.1.1"};  // task 2 placed after the poll
+  v1::PollResponse resp;
+  v1::RunStatus* r0 = resp.add_runs();
+  r0->set_run_id("alice.a.0.1");
+  r0->set_phase(v1::Task::ACTIVE);
+  r0->set_pid(42);
+  auto ms = Reconcile(s, "m1", sent, resp);
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_TRUE(ms[0].has_task_observed());
+  EXPECT_EQ(ms[0].task_observed().pid(), 42);
+  EXPECT_TRUE(ms[1].has_task_lost());  // task 1 was sent but the agent lacks it
+  ASSERT_TRUE(s.Apply(ms[0]).ok());
+  EXPECT_TRUE(Reconcile(s, "m1", {"alice.a.0.1"}, resp).empty());  // nothing new
+}
+
+}  // namespace
+}  // namespace herd::master

@@ -1,0 +1,20 @@
+// Recovery: the cell state at a revision = the newest snapshot at or before
+// it + the log after it replayed (DESIGN §2.2). Used at master start, to read
+// state "as of" an old revision, and to load checkpoints.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "cell/cell_state.h"
+#include "store/log_store.h"
+
+namespace herd::master {
+
+// The state at `revision` (0 = the newest). DATA_LOSS if the log does not
+// replay cleanly; OUT_OF_RANGE if that revision was compacted away or is in
+// the future.
+absl::StatusOr<cell::CellState> Recover(store::LogStore& store, int64_t revision = 0,
+                                        const std::string& cell_name = "local");
+
+}  // namespace herd::master

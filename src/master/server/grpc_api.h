@@ -1,0 +1,50 @@
+// The master's gRPC face: herd.v1.Herd over MasterCore, and AgentLink over
+// herd.v1.Agent.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "herd/v1/agent.grpc.pb.h"
+#include "herd/v1/api.grpc.pb.h"
+#include "master/core/master_core.h"
+
+namespace herd::master {
+
+class HerdService final : public v1::Herd::Service {
+ public:
+  explicit HerdService(MasterCore* core) : core_(core) {}
+  grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest*, v1::SubmitResponse*) override;
+  grpc::Status Kill(grpc::ServerContext*, const v1::KillRequest*, v1::KillResponse*) override;
+  grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*, v1::GetJobResponse*) override;
+  grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*, v1::ListJobsResponse*) override;
+  grpc::Status ListTasks(grpc::ServerContext*, const v1::ListTasksRequest*, v1::ListTasksResponse*) override;
+  grpc::Status GetTask(grpc::ServerContext*, const v1::GetTaskRequest*, v1::GetTaskResponse*) override;
+  grpc::Status ListMachines(grpc::ServerContext*, const v1::ListMachinesRequest*, v1::ListMachinesResponse*) override;
+  grpc::Status Watch(grpc::ServerContext*, const v1::WatchRequest*, grpc::ServerWriter<v1::WatchResponse>*) override;
+  grpc::Status SetQuota(grpc::ServerContext*, const v1::SetQuotaRequest*, v1::SetQuotaResponse*) override;
+  grpc::Status ListQuotas(grpc::ServerContext*, const v1::ListQuotasRequest*, v1::ListQuotasResponse*) override;
+  grpc::Status RegisterMachine(grpc::ServerContext*, const v1::RegisterMachineRequest*,
+                               v1::RegisterMachineResponse*) override;
+  grpc::Status ExportCheckpoint(grpc::ServerContext*, const v1::ExportCheckpointRequest*,
+                                grpc::ServerWriter<v1::CheckpointRecord>*) override;
+  grpc::Status GetCell(grpc::ServerContext*, const v1::GetCellRequest*, v1::CellInfo*) override;
+
+ private:
+  MasterCore* const core_;
+};
+
+// Polls agents over gRPC, one cached channel per address.
+class GrpcAgentLink final : public AgentLink {
+ public:
+  absl::StatusOr<v1::PollResponse> Poll(const std::string& address, const v1::PollRequest& request,
+                                        int64_t timeout_ms) override;
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<v1::Agent::Stub>> stubs_;
+};
+
+}  // namespace herd::master

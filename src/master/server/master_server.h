@@ -1,0 +1,21 @@
+// `herd master`: the master process -- SQLite store in a data directory, the
+// MasterCore, and its gRPC server.
+#pragma once
+
+#include <string>
+
+#include "master/core/master_core.h"
+
+namespace herd::master {
+
+struct ServerOptions {
+  std::string data_dir;
+  std::string listen = "127.0.0.1:7070";
+  MasterOptions core;
+  std::string log_file;  // also log here (besides stderr)
+};
+
+// Runs until SIGINT/SIGTERM; returns the process exit code.
+int RunMaster(const ServerOptions& options);
+
+}  // namespace herd::master

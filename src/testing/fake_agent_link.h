@@ -1,0 +1,95 @@
+// FakeAgentLink: in-process agents for master tests. Each fake agent obeys
+// its desired state at once (new runs become ACTIVE with a made-up pid,
+// runs no longer desired vanish) and can be made unreachable, or have a run
+// exit, by the test. Test-only.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "herd/v1/agent.pb.h"
+#include "master/core/link/agent_link.h"
+
+namespace herd::testing {
+
+class FakeAgentLink : public master::AgentLink {
+ public:
+  absl::StatusOr<v1::PollResponse> Poll(const std::string& address, const v1::PollRequest& req,
+                                        int64_t timeout_ms) override {
+    std::lock_guard l(mu_);
+    Agent& a = agents_[address];
+    ++a.polls;
+    if (!a.up) return absl::UnavailableError(absl::StrCat("agent ", address, " unreachable"));
+    std::map<std::string, v1::RunStatus> next;
+    for (const v1::TaskRun& run : req.desired()) {
+      auto it = a.runs.find(run.run_id());
+      if (it != a.runs.end()) {
+        next[run.run_id()] = it->second;
+      } else if (!a.forget_new) {
+        v1::RunStatus s;
+        *s.mutable_ref() = run.ref();
+        s.set_run_id(run.run_id());
+        s.set_phase(v1::Task::ACTIVE);
+        s.set_pid(++pid_);
+        s.set_started_ms(1000);
+        s.set_desired(true);
+        next[run.run_id()] = s;
+        ++a.started;
+      }
+    }
+    a.killed += static_cast<int>(a.runs.size());
+    for (const auto& [id, r] : next) a.killed -= a.runs.count(id) ? 1 : 0;
+    a.runs = std::move(next);
+    v1::PollResponse resp;
+    resp.set_machine(req.machine());
+    for (const auto& [id, r] : a.runs) *resp.add_runs() = r;
+    return resp;
+  }
+
+  void SetUp(const std::string& address, bool up) {
+    std::lock_guard l(mu_);
+    agents_[address].up = up;
+  }
+  // The next poll reports the run as ended for good.
+  void Exit(const std::string& address, const std::string& run_id, int code) {
+    std::lock_guard l(mu_);
+    auto& r = agents_[address].runs[run_id];
+    r.set_run_id(run_id);
+    r.set_terminal(true);
+    r.set_phase(v1::Task::EXITED);
+    r.set_exit_code(code);
+  }
+  // The agent "loses" runs: new runs are not started and old ones forgotten.
+  void Forget(const std::string& address) {
+    std::lock_guard l(mu_);
+    agents_[address].runs.clear();
+    agents_[address].forget_new = true;
+  }
+  int Runs(const std::string& address) {
+    std::lock_guard l(mu_);
+    return static_cast<int>(agents_[address].runs.size());
+  }
+  int Killed(const std::string& address) {
+    std::lock_guard l(mu_);
+    return agents_[address].killed;
+  }
+  int Polls(const std::string& address) {
+    std::lock_guard l(mu_);
+    return agents_[address].polls;
+  }
+
+ private:
+  struct Agent {
+    bool up = true;
+    bool forget_new = false;
+    std::map<std::string, v1::RunStatus> runs;
+    int polls = 0, started = 0, killed = 0;
+  };
+  std::mutex mu_;
+  std::map<std::string, Agent> agents_;
+  int64_t pid_ = 1000;
+};
+
+}  // namespace herd::testing
