@@ -1,0 +1,231 @@
+// Process plumbing and herd-shim, with real processes.
+#include "agent/runtime/process.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace herd::agent {
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string ShimPath() {
+  const char* dir = getenv("HERD_BIN_DIR");
+  if (dir != nullptr) return std::string(dir) + "/herd-shim";
+  std::string exe = std::filesystem::read_symlink("/proc/self/exe");
+  return exe.substr(0, exe.rfind('/') + 1) + "herd-shim";
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+class ProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/herd-process-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // Runs herd-shim DIR -- argv and waits for it.
+  int RunShim(std::vector<std::string> argv) {
+    SpawnOptions o;
+    o.path = ShimPath();
+    o.argv = {o.path, dir_, "--"};
+    o.argv.insert(o.argv.end(), argv.begin(), argv.end());
+    o.env = {{"PATH", "/usr/bin:/bin"}};
+    o.cwd = dir_;
+    absl::StatusOr<pid_t> pid = Spawn(o);
+    EXPECT_TRUE(pid.ok()) << pid.status();
+    return pid.ok() ? WaitExit(*pid) : -1;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(ProcessTest, IdentityOfSelf) {
+  absl::StatusOr<ProcessId> me = IdentifyProcess(getpid());
+  ASSERT_TRUE(me.ok()) << me.status();
+  EXPECT_GT(me->start_time, 0u);
+  EXPECT_TRUE(IsRunning(*me));
+  EXPECT_FALSE(IsRunning(ProcessId{me->pid, me->start_time + 1}));
+  EXPECT_FALSE(IsRunning(ProcessId{}));
+  EXPECT_TRUE(absl::IsNotFound(IdentifyProcess(999'999'999).status()));
+}
+
+TEST_F(ProcessTest, SpawnWithCleanEnvCwdAndOutput) {
+  int leaked = open("/dev/null", O_RDONLY);  // no O_CLOEXEC: must still not leak
+  ASSERT_GT(leaked, 2);
+  SpawnOptions o;
+  o.path = "/bin/sh";
+  o.argv = {"sh", "-c",
+            absl::StrCat("echo $FOO $HOME; pwd; test -e /proc/$$/fd/", leaked,
+                         " && echo leaked || echo clean; echo oops >&2")};
+  o.env = {{"FOO", "bar"}};
+  o.cwd = dir_;
+  o.stdout_path = dir_ + "/out";
+  o.stderr_path = dir_ + "/err";
+  absl::StatusOr<pid_t> pid = Spawn(o);
+  ASSERT_TRUE(pid.ok()) << pid.status();
+  int status = WaitExit(*pid);
+  close(leaked);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(Slurp(dir_ + "/out"), absl::StrCat("bar\n", dir_, "\nclean\n"));
+  EXPECT_EQ(Slurp(dir_ + "/err"), "oops\n");
+}
+
+TEST_F(ProcessTest, SpawnFailuresAreReported) {
+  SpawnOptions o;
+  o.path = "/no/such/program";
+  o.argv = {"x"};
+  EXPECT_TRUE(absl::IsNotFound(Spawn(o).status()));
+  o.path = "/bin/true";
+  o.cwd = "/no/such/dir";
+  absl::StatusOr<pid_t> pid = Spawn(o);
+  ASSERT_FALSE(pid.ok());
+  EXPECT_TRUE(absl::StrContains(pid.status().message(), "chdir /no/such/dir")) << pid.status();
+  o.cwd = "";
+  o.argv = {};
+  EXPECT_FALSE(Spawn(o).ok());
+  o.path = "relative";
+  o.argv = {"x"};
+  EXPECT_FALSE(Spawn(o).ok());
+}
+
+TEST_F(ProcessTest, PidfdReportsExit) {
+  SpawnOptions o;
+  o.path = "/bin/sleep";
+  o.argv = {"sleep", "0.1"};
+  absl::StatusOr<pid_t> pid = Spawn(o);
+  ASSERT_TRUE(pid.ok());
+  absl::StatusOr<ProcessId> id = IdentifyProcess(*pid);
+  ASSERT_TRUE(id.ok());
+  EXPECT_TRUE(absl::IsNotFound(PidfdOpenChecked(ProcessId{*pid, id->start_time + 5}).status()));
+  absl::StatusOr<Fd> fd = PidfdOpenChecked(*id);
+  ASSERT_TRUE(fd.ok()) << fd.status();
+  EXPECT_FALSE(PidfdExited(fd->get()));
+  struct pollfd p = {fd->get(), POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 5000), 1);
+  EXPECT_TRUE(PidfdExited(fd->get()));
+  EXPECT_FALSE(IsRunning(*id));  // a zombie is not running
+  ReapIfChild(fd->get());
+  EXPECT_FALSE(IdentifyProcess(*pid).ok());
+  ReapIfChild(fd->get());  // ECHILD is fine
+}
+
+TEST_F(ProcessTest, ExitLines) {
+  absl::StatusOr<ExitStatus> e = ParseExitLine("exited 3\n");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->kind, ExitStatus::Kind::kExited);
+  EXPECT_EQ(e->exit_code, 3);
+  EXPECT_EQ(e->Describe(), "exited with code 3");
+  e = ParseExitLine("signaled 9");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->Describe(), "killed by signal 9 (SIGKILL)");
+  e = ParseExitLine("failed exec failed: No such file or directory (x)");
+  ASSERT_TRUE(e.ok());
+  EXPECT_TRUE(e->permanent);
+  EXPECT_EQ(e->exit_code, 127);
+  e = ParseExitLine("failed fork: Resource temporarily unavailable");
+  ASSERT_TRUE(e.ok());
+  EXPECT_FALSE(e->permanent);
+  EXPECT_FALSE(ParseExitLine("exited").ok());
+  EXPECT_FALSE(ParseExitLine("").ok());
+  EXPECT_FALSE(ParseTaskPid("1 2 3").ok());
+  absl::StatusOr<TaskPidRecord> r = ParseTaskPid("10 20 30 40\n");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->task, (ProcessId{10, 20}));
+  EXPECT_EQ(r->shim, (ProcessId{30, 40}));
+}
+
+TEST_F(ProcessTest, ShimRecordsExitCodeAndOutput) {
+  int status = RunShim({"sh", "-c", "echo out; echo err >&2; exit 3"});
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  absl::StatusOr<ExitStatus> exit = ReadExitFile(dir_);
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->kind, ExitStatus::Kind::kExited);
+  EXPECT_EQ(exit->exit_code, 3);
+  EXPECT_EQ(Slurp(dir_ + "/stdout"), "out\n");
+  EXPECT_EQ(Slurp(dir_ + "/stderr"), "err\n");
+  absl::StatusOr<TaskPidRecord> pids = ReadTaskPidFile(dir_);
+  ASSERT_TRUE(pids.ok()) << pids.status();
+  EXPECT_GT(pids->task.start_time, 0u);
+  EXPECT_NE(pids->task.pid, pids->shim.pid);
+  // Output is appended across attempts.
+  RunShim({"sh", "-c", "echo again"});
+  EXPECT_EQ(Slurp(dir_ + "/stdout"), "out\nagain\n");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/.exit.tmp"));
+}
+
+TEST_F(ProcessTest, ShimRecordsSignalAndExecFailure) {
+  RunShim({"sh", "-c", "kill -SEGV $$"});
+  absl::StatusOr<ExitStatus> exit = ReadExitFile(dir_);
+  ASSERT_TRUE(exit.ok());
+  EXPECT_EQ(exit->kind, ExitStatus::Kind::kSignaled);
+  EXPECT_EQ(exit->signal, SIGSEGV);
+
+  RunShim({"definitely-not-a-program"});
+  exit = ReadExitFile(dir_);
+  ASSERT_TRUE(exit.ok());
+  EXPECT_EQ(exit->kind, ExitStatus::Kind::kFailed);
+  EXPECT_TRUE(exit->permanent);
+  EXPECT_EQ(exit->message, "exec failed: No such file or directory (definitely-not-a-program)");
+}
+
+TEST_F(ProcessTest, ShimIgnoresTermAndTaskDefaultsSignals) {
+  // The task gets default dispositions (so TERM kills it) and an empty mask,
+  // even though the shim ignores TERM.
+  SpawnOptions o;
+  o.path = ShimPath();
+  o.argv = {o.path, dir_, "--", "sleep", "1000"};
+  o.env = {{"PATH", "/usr/bin:/bin"}};
+  absl::StatusOr<pid_t> shim = Spawn(o);
+  ASSERT_TRUE(shim.ok());
+  absl::StatusOr<TaskPidRecord> pids;
+  for (int i = 0; i < 500 && !(pids = ReadTaskPidFile(dir_)).ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(pids.ok());
+  EXPECT_EQ(pids->shim.pid, *shim);
+  EXPECT_EQ(getpgid(pids->task.pid), pids->task.pid);
+  EXPECT_EQ(getsid(*shim), *shim);  // the shim leads its own session
+  kill(*shim, SIGTERM);
+  kill(*shim, SIGHUP);
+  kill(*shim, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(IsRunning(pids->shim));
+  ASSERT_TRUE(SignalProcessGroup(pids->task.pid, SIGTERM).ok());
+  WaitExit(*shim);
+  absl::StatusOr<ExitStatus> exit = ReadExitFile(dir_);
+  ASSERT_TRUE(exit.ok());
+  EXPECT_EQ(exit->kind, ExitStatus::Kind::kSignaled);
+  EXPECT_EQ(exit->signal, SIGTERM);
+  EXPECT_TRUE(absl::IsNotFound(SignalProcessGroup(pids->task.pid, 0)));
+  EXPECT_FALSE(SignalProcessGroup(1, 0).ok());
+}
+
+}  // namespace
+}  // namespace herd::agent

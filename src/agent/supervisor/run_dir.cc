@@ -1,0 +1,192 @@
+#include "agent/supervisor/run_dir.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "agent/runtime/shim_protocol.h"
+#include "base/status.h"
+
+namespace herd::agent {
+namespace {
+
+constexpr char kSpecFile[] = "run.pb";
+constexpr char kStateFile[] = "state";
+constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+absl::Status MakeDir(const std::string& path) {
+  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InternalError(absl::StrCat("mkdir ", path, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Unlink(const std::string& path) {
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::InternalError(absl::StrCat("unlink ", path, ": ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+bool ParseInt(absl::string_view text, T* out) {
+  return absl::SimpleAtoi(text, out);
+}
+
+}  // namespace
+
+std::string EncodeRunState(const RunState& s) {
+  // One key per line; the message is the only free text, kept to one line.
+  auto one_line = [](const std::string& text) {
+    return absl::StrReplaceAll(text, {{"\n", " "}, {"\r", " "}});
+  };
+  return absl::StrCat("phase=", v1::Task::Phase_Name(s.phase), "\n",
+                      "desired=", s.desired ? 1 : 0, "\n",
+                      "terminal=", s.terminal ? 1 : 0, "\n",
+                      "removed=", s.removed ? 1 : 0, "\n",
+                      "removed_ms=", s.removed_ms, "\n",
+                      "restarts=", s.restarts, "\n",
+                      "exit_code=", s.exit_code, "\n",
+                      "exit_signal=", s.exit_signal, "\n",
+                      "started_ms=", s.started_ms, "\n",
+                      "backoff_ms=", s.backoff_ms, "\n",
+                      "shim_pid=", s.shim.pid, "\n",
+                      "shim_start=", s.shim.start_time, "\n",
+                      "last_exit=", one_line(s.last_exit), "\n",
+                      "message=", one_line(s.message), "\n");
+}
+
+absl::StatusOr<RunState> DecodeRunState(absl::string_view text) {
+  RunState s;
+  bool saw_phase = false;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    absl::string_view key = kv.first, value = kv.second;
+    bool ok = true;
+    int flag = 0;
+    if (key == "phase") {
+      ok = v1::Task::Phase_Parse(std::string(value), &s.phase);
+      saw_phase = ok;
+    } else if (key == "desired") {
+      ok = ParseInt(value, &flag);
+      s.desired = flag != 0;
+    } else if (key == "terminal") {
+      ok = ParseInt(value, &flag);
+      s.terminal = flag != 0;
+    } else if (key == "removed") {
+      ok = ParseInt(value, &flag);
+      s.removed = flag != 0;
+    } else if (key == "removed_ms") {
+      ok = ParseInt(value, &s.removed_ms);
+    } else if (key == "restarts") {
+      ok = ParseInt(value, &s.restarts);
+    } else if (key == "exit_code") {
+      ok = ParseInt(value, &s.exit_code);
+    } else if (key == "exit_signal") {
+      ok = ParseInt(value, &s.exit_signal);
+    } else if (key == "started_ms") {
+      ok = ParseInt(value, &s.started_ms);
+    } else if (key == "backoff_ms") {
+      ok = ParseInt(value, &s.backoff_ms);
+    } else if (key == "shim_pid") {
+      ok = ParseInt(value, &s.shim.pid);
+    } else if (key == "shim_start") {
+      ok = ParseInt(value, &s.shim.start_time);
+    } else if (key == "last_exit") {
+      s.last_exit = std::string(value);
+    } else if (key == "message") {
+      s.message = std::string(value);
+    }  // unknown keys: written by a newer agent; ignore
+    if (!ok) return absl::DataLossError(absl::StrCat("bad run state line \"", line, "\""));
+  }
+  if (!saw_phase) return absl::DataLossError("run state has no phase");
+  return s;
+}
+
+absl::Status ValidateRunId(absl::string_view run_id) {
+  if (run_id.empty() || run_id.size() > 200 || run_id[0] == '.') {
+    return absl::InvalidArgumentError(absl::StrCat("bad run id \"", run_id, "\""));
+  }
+  for (char c : run_id) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != ':' &&
+        c != '-') {
+      return absl::InvalidArgumentError(absl::StrCat("bad run id \"", run_id, "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string RunDir::File(absl::string_view name) const { return absl::StrCat(path_, "/", name); }
+
+absl::Status RunDir::Create() const {
+  HERD_RETURN_IF_ERROR(MakeDir(path_));
+  return MakeDir(Sandbox());
+}
+
+absl::Status RunDir::WriteSpec(const v1::TaskRun& spec) const {
+  std::string bytes;
+  if (!spec.SerializeToString(&bytes)) return absl::InternalError("cannot serialize TaskRun");
+  return WriteFileAtomic(File(kSpecFile), bytes);
+}
+
+absl::StatusOr<v1::TaskRun> RunDir::ReadSpec() const {
+  absl::StatusOr<std::string> bytes = ReadFile(File(kSpecFile));
+  if (!bytes.ok()) return bytes.status();
+  v1::TaskRun spec;
+  if (!spec.ParseFromString(*bytes)) return absl::DataLossError("corrupt " + File(kSpecFile));
+  return spec;
+}
+
+absl::Status RunDir::WriteState(const RunState& state) const {
+  return WriteFileAtomic(File(kStateFile), EncodeRunState(state));
+}
+
+absl::StatusOr<RunState> RunDir::ReadState() const {
+  absl::StatusOr<std::string> text = ReadFile(File(kStateFile));
+  if (!text.ok()) return text.status();
+  return DecodeRunState(*text);
+}
+
+absl::Status RunDir::ClearAttempt() const {
+  HERD_RETURN_IF_ERROR(Unlink(File(shim::kTaskPidFile)));
+  return Unlink(File(shim::kExitFile));
+}
+
+std::map<std::string, std::string> TaskEnvironment(const v1::TaskRun& spec, const RunDir& dir) {
+  std::map<std::string, std::string> env;
+  for (const auto& [key, value] : spec.env()) {
+    // A key with '=' or NUL cannot be expressed in an environment.
+    if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos) continue;
+    env[key] = value;
+  }
+  env["HERD_TASK_INDEX"] = absl::StrCat(spec.ref().index());
+  env["HERD_JOB"] = spec.ref().job();
+  env["HERD_RUN_ID"] = spec.run_id();
+  env["HERD_TASK_DIR"] = dir.Sandbox();
+  if (env.find("PATH") == env.end()) env["PATH"] = kDefaultPath;
+  return env;
+}
+
+absl::StatusOr<std::string> PrepareWorkdir(const v1::TaskRun& spec, const RunDir& dir) {
+  const std::string& workdir = spec.workdir();
+  if (workdir.empty()) return dir.Sandbox();
+  if (workdir[0] == '/') return workdir;
+  std::string path = dir.Sandbox();
+  for (absl::string_view part : absl::StrSplit(workdir, '/', absl::SkipEmpty())) {
+    if (part == "." ) continue;
+    if (part == "..") return absl::InvalidArgumentError("workdir escapes the sandbox: " + workdir);
+    absl::StrAppend(&path, "/", part);
+    HERD_RETURN_IF_ERROR(MakeDir(path));
+  }
+  return path;
+}
+
+}  // namespace herd::agent

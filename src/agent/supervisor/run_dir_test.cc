@@ -1,0 +1,122 @@
+#include "agent/supervisor/run_dir.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+namespace herd::agent {
+namespace {
+
+TEST(RunState, RoundTrip) {
+  RunState s;
+  s.phase = v1::Task::BACKOFF;
+  s.desired = false;
+  s.terminal = true;
+  s.removed = true;
+  s.removed_ms = 42;
+  s.restarts = 3;
+  s.exit_code = 7;
+  s.exit_signal = 9;
+  s.message = "two\nlines=with equals";
+  s.last_exit = "exited with code 7";
+  s.started_ms = 1234;
+  s.backoff_ms = 800;
+  s.shim = ProcessId{77, 8888};
+  absl::StatusOr<RunState> d = DecodeRunState(EncodeRunState(s));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->phase, v1::Task::BACKOFF);
+  EXPECT_FALSE(d->desired);
+  EXPECT_TRUE(d->terminal);
+  EXPECT_TRUE(d->removed);
+  EXPECT_EQ(d->removed_ms, 42);
+  EXPECT_EQ(d->restarts, 3);
+  EXPECT_EQ(d->exit_code, 7);
+  EXPECT_EQ(d->exit_signal, 9);
+  EXPECT_EQ(d->message, "two lines=with equals");
+  EXPECT_EQ(d->last_exit, "exited with code 7");
+  EXPECT_EQ(d->started_ms, 1234);
+  EXPECT_EQ(d->backoff_ms, 800);
+  EXPECT_EQ(d->shim, (ProcessId{77, 8888}));
+  EXPECT_FALSE(DecodeRunState("restarts=1\n").ok());      // no phase
+  EXPECT_FALSE(DecodeRunState("phase=ACTIVE\nrestarts=x\n").ok());
+  EXPECT_TRUE(DecodeRunState("phase=ACTIVE\nfuture_key=1\n").ok());
+}
+
+TEST(RunDir, ValidateRunId) {
+  EXPECT_TRUE(ValidateRunId("alice.web.3.17").ok());
+  EXPECT_TRUE(ValidateRunId("a_b-c:d").ok());
+  EXPECT_FALSE(ValidateRunId("").ok());
+  EXPECT_FALSE(ValidateRunId(".hidden").ok());
+  EXPECT_FALSE(ValidateRunId("..").ok());
+  EXPECT_FALSE(ValidateRunId("a/b").ok());
+  EXPECT_FALSE(ValidateRunId("a b").ok());
+  EXPECT_FALSE(ValidateRunId(std::string(201, 'a')).ok());
+}
+
+class RunDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/herd-rundir-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+  std::string root_;
+};
+
+TEST_F(RunDirTest, SpecAndStatePersist) {
+  RunDir dir(root_ + "/r1");
+  ASSERT_TRUE(dir.Create().ok());
+  EXPECT_TRUE(std::filesystem::is_directory(dir.Sandbox()));
+  v1::TaskRun spec;
+  spec.set_run_id("r1");
+  spec.add_argv("sleep");
+  spec.add_argv("1");
+  ASSERT_TRUE(dir.WriteSpec(spec).ok());
+  absl::StatusOr<v1::TaskRun> read = dir.ReadSpec();
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->argv_size(), 2);
+  EXPECT_TRUE(absl::IsNotFound(dir.ReadState().status()));
+  RunState state;
+  state.restarts = 2;
+  ASSERT_TRUE(dir.WriteState(state).ok());
+  EXPECT_EQ(dir.ReadState()->restarts, 2);
+  ASSERT_TRUE(WriteFileAtomic(dir.File("exit"), "exited 0\n").ok());
+  ASSERT_TRUE(dir.ClearAttempt().ok());
+  EXPECT_FALSE(std::filesystem::exists(dir.File("exit")));
+  EXPECT_TRUE(dir.ClearAttempt().ok());  // idempotent
+}
+
+TEST_F(RunDirTest, EnvironmentAndWorkdir) {
+  RunDir dir(root_ + "/r2");
+  ASSERT_TRUE(dir.Create().ok());
+  v1::TaskRun spec;
+  spec.set_run_id("alice.web.4.2");
+  spec.mutable_ref()->set_job("alice/web");
+  spec.mutable_ref()->set_index(4);
+  (*spec.mutable_env())["FOO"] = "bar";
+  (*spec.mutable_env())["BAD=KEY"] = "x";
+  std::map<std::string, std::string> env = TaskEnvironment(spec, dir);
+  EXPECT_EQ(env["FOO"], "bar");
+  EXPECT_EQ(env.count("BAD=KEY"), 0u);
+  EXPECT_EQ(env["HERD_TASK_INDEX"], "4");
+  EXPECT_EQ(env["HERD_JOB"], "alice/web");
+  EXPECT_EQ(env["HERD_RUN_ID"], "alice.web.4.2");
+  EXPECT_EQ(env["HERD_TASK_DIR"], dir.Sandbox());
+  EXPECT_FALSE(env["PATH"].empty());
+  (*spec.mutable_env())["PATH"] = "/opt/bin";
+  EXPECT_EQ(TaskEnvironment(spec, dir)["PATH"], "/opt/bin");
+
+  EXPECT_EQ(*PrepareWorkdir(spec, dir), dir.Sandbox());
+  spec.set_workdir("a/./b");
+  EXPECT_EQ(*PrepareWorkdir(spec, dir), dir.Sandbox() + "/a/b");
+  EXPECT_TRUE(std::filesystem::is_directory(dir.Sandbox() + "/a/b"));
+  spec.set_workdir("/srv");
+  EXPECT_EQ(*PrepareWorkdir(spec, dir), "/srv");
+  spec.set_workdir("a/../../etc");
+  EXPECT_FALSE(PrepareWorkdir(spec, dir).ok());
+}
+
+}  // namespace
+}  // namespace herd::agent

@@ -1,0 +1,140 @@
+// The agent's process supervisor: keeps the task runs the master wants on
+// this machine running, declaratively.
+//
+// Every attempt of a run is started under its own herd-shim (see
+// runtime/shim_protocol.h), which outlives the agent: destroying the
+// Supervisor (or killing the agent) leaves tasks running, and a new
+// Supervisor on the same root directory re-adopts them after checking each
+// shim's identity (pid + start time, never a bare pid), and learns from the
+// shim's exit file how tasks that ended in the meantime ended. See
+// docs/agent.md.
+//
+// Thread-safe. One loop thread watches the shims (pidfds in an epoll set),
+// their run directories (inotify, for task.pid) and timers (backoff, stop
+// grace, log retention); the public methods only update the desired state and
+// read the observed state, so they return quickly.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/runtime/process.h"
+#include "agent/supervisor/run_dir.h"
+#include "base/clock.h"
+#include "herd/v1/agent.pb.h"
+
+namespace herd::agent {
+
+class Supervisor {
+ public:
+  struct Options {
+    // Runs live in root_dir/runs/RUN_ID/ (created if missing). One
+    // Supervisor per root_dir at a time (enforced with a lock file).
+    std::string root_dir;
+    // herd-shim; empty: "herd-shim" next to the running executable.
+    std::string shim_path;
+    Clock* clock = RealClock::Get();
+    // Run directories (logs) of runs that were stopped are deleted this long
+    // after the run was removed; checked every gc_interval_ms.
+    int64_t log_retention_ms = 24 * 3600 * 1000;
+    int64_t gc_interval_ms = 10 * 60 * 1000;
+    // Grace used when a TaskRun's grace_period_ms is 0.
+    int64_t default_grace_period_ms = 10'000;
+  };
+
+  // Recovers every run found under root_dir (adopting live shims after an
+  // identity check; reading the exit of those that ended while no agent ran;
+  // resuming interrupted backoffs and stops) and starts the loop thread.
+  // Until the first SetDesired, recovered runs count as desired.
+  static absl::StatusOr<std::unique_ptr<Supervisor>> Create(Options options);
+
+  // Stops the loop. Leaves tasks running: the agent may be restarting or
+  // being upgraded, and the next Supervisor adopts them.
+  ~Supervisor();
+
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // The complete set of runs wanted on this machine. Starts desired runs that
+  // are missing (they show as STARTING at once; the start itself happens on
+  // the loop thread) and stops runs no longer desired: SIGTERM to the task's
+  // process group, SIGKILL after the run's grace period; once its processes
+  // are gone a stopped run is forgotten (its directory and logs stay until
+  // the retention expires). A run already known by its run_id is left alone
+  // (the spec is not compared), so repeating a call changes nothing.
+  void SetDesired(const std::vector<v1::TaskRun>& desired);
+
+  // Every known run, sorted by run_id: desired ones (including terminal ones,
+  // reported until the master stops desiring them) and ones being stopped
+  // (desired = false). If `version` is given it receives the state version
+  // the result corresponds to (for WaitForChange).
+  std::vector<v1::RunStatus> Observe(uint64_t* version = nullptr) const;
+
+  // Path of a run's stdout (or stderr) file, also after the run was stopped
+  // while its directory is retained. NOT_FOUND if unknown.
+  absl::StatusOr<std::string> LogPath(absl::string_view run_id, bool stderr_stream) const;
+
+  // Blocks until the observed state's version differs from `last_version` or
+  // `timeout_ms` passed; returns the current version.
+  uint64_t WaitForChange(uint64_t last_version, int64_t timeout_ms) const;
+
+  // Wall time (ms) this Supervisor was created (PollResponse.agent_started_ms).
+  int64_t started_ms() const { return started_ms_; }
+
+ private:
+  struct Run;
+
+  explicit Supervisor(Options options);
+  absl::Status Init();
+  void RecoverRunLocked(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Loop();
+  int NextTimeoutMsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleInotifyLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReconcileLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartAttemptLocked(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status EnsureOnDiskLocked(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WatchShimLocked(Run& run, Fd pidfd) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReadTaskPidLocked(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnShimExitLocked(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AttemptEndedLocked(Run& run, const ExitStatus& exit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StopLocked(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets a run whose processes are gone (destroys the Run).
+  void RemoveLocked(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PersistLocked(const Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CollectGarbageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ChangedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  v1::RunStatus StatusOf(const Run& run) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t GraceMs(const Run& run) const;
+  void Wake();
+  std::string RunPath(absl::string_view run_id) const;
+
+  const Options options_;
+  const int64_t started_ms_;
+  Fd lock_fd_;
+  Fd epoll_fd_;
+  Fd wake_fd_;     // eventfd
+  Fd inotify_fd_;  // run directories, for task.pid
+
+  mutable absl::Mutex mu_;
+  mutable absl::CondVar changed_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 16;
+  std::map<std::string, std::unique_ptr<Run>> runs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, std::string> token_to_run_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, std::string> watch_to_run_ ABSL_GUARDED_BY(mu_);
+  int64_t next_gc_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
+
+  std::thread loop_;
+};
+
+}  // namespace herd::agent

@@ -1,0 +1,712 @@
+// The Supervisor with real processes (runs as root on Linux): starting,
+// output capture, restart policies, stopping with grace, process groups,
+// and recovery by a new Supervisor (the agent restarting or being killed).
+#include "agent/supervisor/supervisor.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agent/runtime/process.h"
+#include "agent/supervisor/run_dir.h"
+#include "base/log.h"
+
+namespace herd::agent {
+namespace {
+
+using Mode = v1::RestartPolicy::Mode;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Pids of every live (non-zombie) process in process group `pgid`.
+std::vector<pid_t> GroupMembers(pid_t pgid) {
+  std::vector<pid_t> out;
+  DIR* dir = opendir("/proc");
+  while (struct dirent* e = readdir(dir)) {
+    pid_t pid;
+    if (!absl::SimpleAtoi(e->d_name, &pid)) continue;
+    std::string stat = Slurp(absl::StrCat("/proc/", pid, "/stat"));
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::vector<std::string> f = absl::StrSplit(stat.substr(paren + 2), ' ');
+    // f[0] = state, f[1] = ppid, f[2] = pgrp.
+    pid_t pgrp;
+    if (f.size() > 2 && f[0] != "Z" && absl::SimpleAtoi(f[2], &pgrp) && pgrp == pgid) out.push_back(pid);
+  }
+  closedir(dir);
+  return out;
+}
+
+bool Alive(pid_t pid) {
+  absl::StatusOr<ProcStat> st = ReadProcStat(pid);
+  return st.ok() && st->state != 'Z';
+}
+
+v1::TaskRun MakeRun(const std::string& id, std::vector<std::string> argv, Mode mode = v1::RestartPolicy::NEVER) {
+  v1::TaskRun run;
+  run.set_run_id(id);
+  run.mutable_ref()->set_job("alice/test");
+  run.mutable_ref()->set_index(3);
+  run.mutable_ref()->set_incarnation(1);
+  for (std::string& a : argv) run.add_argv(std::move(a));
+  run.mutable_restart()->set_mode(mode);
+  run.mutable_restart()->set_backoff_initial_ms(20);
+  run.mutable_restart()->set_backoff_max_ms(80);
+  run.set_grace_period_ms(2000);
+  return run;
+}
+
+v1::TaskRun Sh(const std::string& id, const std::string& script, Mode mode = v1::RestartPolicy::NEVER) {
+  return MakeRun(id, {"/bin/sh", "-c", script}, mode);
+}
+
+std::optional<v1::RunStatus> Find(const Supervisor& sup, const std::string& id) {
+  for (v1::RunStatus& s : sup.Observe()) {
+    if (s.run_id() == id) return s;
+  }
+  return std::nullopt;
+}
+
+// Waits (up to timeout_ms) until `pred` holds for the run's status (nullopt
+// if the run is unknown); returns the last status seen.
+std::optional<v1::RunStatus> WaitFor(const Supervisor& sup, const std::string& id,
+                                     const std::function<bool(const std::optional<v1::RunStatus>&)>& pred,
+                                     int64_t timeout_ms = 10'000) {
+  int64_t deadline = NowMs() + timeout_ms;
+  uint64_t version = 0;
+  while (true) {
+    std::optional<v1::RunStatus> found;
+    for (v1::RunStatus& s : sup.Observe(&version)) {
+      if (s.run_id() == id) found = s;
+    }
+    if (pred(found)) return found;
+    int64_t left = deadline - NowMs();
+    if (left <= 0) {
+      ADD_FAILURE() << "timed out waiting on run " << id << "; last: " << (found ? found->DebugString() : "absent");
+      return found;
+    }
+    sup.WaitForChange(version, std::min<int64_t>(left, 200));
+  }
+}
+
+// Waits until a task's script created `file` in its sandbox (to know, say,
+// that it has installed its signal traps: ACTIVE only means it has exec'd).
+void WaitForFile(const std::string& path) {
+  int64_t deadline = NowMs() + 10'000;
+  while (!std::filesystem::exists(path) && NowMs() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+}
+
+auto IsActive = [](const std::optional<v1::RunStatus>& s) { return s && s->phase() == v1::Task::ACTIVE; };
+auto IsTerminal = [](const std::optional<v1::RunStatus>& s) { return s && s->terminal(); };
+auto IsGone = [](const std::optional<v1::RunStatus>& s) { return !s.has_value(); };
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { InitLogging("supervisor_test", "", "info"); }
+
+  void SetUp() override {
+    char tmpl[] = "/tmp/herd-supervisor-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+  }
+
+  void TearDown() override {
+    sup_.reset();
+    // Kill whatever a test left running, then let a Supervisor reap it.
+    for (const auto& entry : std::filesystem::directory_iterator(root_ + "/runs")) {
+      absl::StatusOr<TaskPidRecord> pids = ReadTaskPidFile(entry.path().string());
+      if (pids.ok() && IsRunning(pids->task)) (void)SignalProcessGroup(pids->task.pid, SIGKILL);
+    }
+    std::unique_ptr<Supervisor> sup = New();
+    sup->SetDesired({});
+    int64_t deadline = NowMs() + 10'000;
+    while (!sup->Observe().empty() && NowMs() < deadline) sup->WaitForChange(0, 100);
+    EXPECT_TRUE(sup->Observe().empty());
+    sup.reset();
+    std::filesystem::remove_all(root_);
+  }
+
+  std::unique_ptr<Supervisor> New(int64_t retention_ms = 24 * 3600 * 1000, int64_t gc_interval_ms = 600'000) {
+    Supervisor::Options opts;
+    opts.root_dir = root_;
+    opts.log_retention_ms = retention_ms;
+    opts.gc_interval_ms = gc_interval_ms;
+    absl::StatusOr<std::unique_ptr<Supervisor>> sup = Supervisor::Create(opts);
+    EXPECT_TRUE(sup.ok()) << sup.status();
+    return sup.ok() ? *std::move(sup) : nullptr;
+  }
+
+  std::string RunDirOf(const std::string& id) const { return root_ + "/runs/" + id; }
+
+  std::string root_;
+  std::unique_ptr<Supervisor> sup_;
+};
+
+TEST_F(SupervisorTest, StartsActiveInOwnProcessGroupWithEnvironment) {
+  sup_ = New();
+  v1::TaskRun run = Sh("alice.test.3.1", "echo $HERD_RUN_ID $HERD_JOB $HERD_TASK_INDEX $FOO; pwd; exec sleep 1000");
+  (*run.mutable_env())["FOO"] = "bar";
+  run.set_workdir("w/x");
+  int64_t t0 = NowMs();
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = Find(*sup_, run.run_id());
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->phase(), v1::Task::STARTING);  // visible at once
+  EXPECT_TRUE(s->desired());
+  s = WaitFor(*sup_, run.run_id(), IsActive);
+  HERD_LOG_INFO("start latency SetDesired -> ACTIVE: {} ms", NowMs() - t0);
+  ASSERT_TRUE(s && s->phase() == v1::Task::ACTIVE);
+  pid_t pid = static_cast<pid_t>(s->pid());
+  EXPECT_TRUE(Alive(pid));
+  EXPECT_EQ(getpgid(pid), pid);        // its own process group
+  EXPECT_NE(getsid(pid), getsid(0));   // outside the agent's session
+  EXPECT_EQ(s->ref().job(), "alice/test");
+  EXPECT_EQ(s->restarts(), 0);
+  EXPECT_GT(s->started_ms(), 0);
+
+  // Repeating the desired state changes nothing.
+  sup_->SetDesired({run});
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  s = Find(*sup_, run.run_id());
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->pid(), pid);
+  EXPECT_EQ(s->phase(), v1::Task::ACTIVE);
+
+  absl::StatusOr<std::string> out = sup_->LogPath(run.run_id(), false);
+  ASSERT_TRUE(out.ok());
+  int64_t deadline = NowMs() + 5000;
+  while (Slurp(*out).find('\n', Slurp(*out).find('\n') + 1) == std::string::npos && NowMs() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(Slurp(*out), absl::StrCat("alice.test.3.1 alice/test 3 bar\n", RunDirOf(run.run_id()),
+                                      "/sandbox/w/x\n"));
+}
+
+TEST_F(SupervisorTest, StartLatency) {
+  sup_ = New();
+  std::vector<v1::TaskRun> runs;
+  std::vector<int64_t> latencies;
+  for (int i = 0; i < 20; ++i) {
+    runs.push_back(MakeRun(absl::StrCat("lat.", i), {"sleep", "1000"}));
+    int64_t t0 = NowMs();
+    sup_->SetDesired(runs);
+    WaitFor(*sup_, runs.back().run_id(), IsActive);
+    latencies.push_back(NowMs() - t0);
+  }
+  std::sort(latencies.begin(), latencies.end());
+  HERD_LOG_INFO("start latency SetDesired -> ACTIVE over 20 runs: p50 {} ms, max {} ms", latencies[10],
+                latencies.back());
+}
+
+TEST_F(SupervisorTest, StartThroughput) {
+  sup_ = New();
+  constexpr int kRuns = 100;
+  std::vector<v1::TaskRun> runs;
+  for (int i = 0; i < kRuns; ++i) runs.push_back(MakeRun(absl::StrCat("burst.", i), {"sleep", "1000"}));
+  int64_t t0 = NowMs();
+  sup_->SetDesired(runs);
+  int64_t max_observe_ms = 0;
+  uint64_t version = 0;
+  while (NowMs() - t0 < 30'000) {
+    int64_t before = NowMs();
+    std::vector<v1::RunStatus> all = sup_->Observe(&version);
+    max_observe_ms = std::max(max_observe_ms, NowMs() - before);
+    if (std::count_if(all.begin(), all.end(), [](const v1::RunStatus& s) {
+          return s.phase() == v1::Task::ACTIVE;
+        }) == kRuns) {
+      break;
+    }
+    sup_->WaitForChange(version, 100);
+  }
+  int64_t elapsed = std::max<int64_t>(1, NowMs() - t0);
+  HERD_LOG_INFO("{} runs ACTIVE in {} ms ({} starts/s); slowest Observe() meanwhile {} ms", kRuns, elapsed,
+                kRuns * 1000 / elapsed, max_observe_ms);
+  t0 = NowMs();
+  sup_->SetDesired({});
+  while (!sup_->Observe().empty() && NowMs() - t0 < 30'000) sup_->WaitForChange(0, 100);
+  HERD_LOG_INFO("{} runs stopped in {} ms", kRuns, NowMs() - t0);
+  EXPECT_TRUE(sup_->Observe().empty());
+}
+
+TEST_F(SupervisorTest, OutputLandsInFilesAndCleanExitIsTerminal) {
+  sup_ = New();
+  v1::TaskRun run = Sh("out", "echo to-out; echo to-err >&2; exit 0");
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "out", IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->phase(), v1::Task::EXITED);
+  EXPECT_EQ(s->exit_code(), 0);
+  EXPECT_EQ(s->exit_signal(), 0);
+  EXPECT_EQ(s->restarts(), 0);
+  EXPECT_EQ(s->pid(), 0);
+  EXPECT_TRUE(s->desired());  // reported until the master lets go
+  EXPECT_EQ(s->message(), "exited with code 0");
+  EXPECT_EQ(Slurp(*sup_->LogPath("out", false)), "to-out\n");
+  EXPECT_EQ(Slurp(*sup_->LogPath("out", true)), "to-err\n");
+  EXPECT_FALSE(sup_->LogPath("nope", false).ok());
+  EXPECT_FALSE(sup_->LogPath("../../etc", false).ok());
+}
+
+TEST_F(SupervisorTest, OnFailureRestartsWithBackoffUntilMaxRestarts) {
+  sup_ = New();
+  v1::TaskRun run = Sh("fail", "exit 3", v1::RestartPolicy::ON_FAILURE);
+  run.mutable_restart()->set_max_restarts(3);
+  int64_t t0 = NowMs();
+  sup_->SetDesired({run});
+  bool saw_backoff = false;
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "fail", [&](const std::optional<v1::RunStatus>& s) {
+    if (s && s->phase() == v1::Task::BACKOFF) saw_backoff = true;
+    return IsTerminal(s);
+  });
+  int64_t elapsed = NowMs() - t0;
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(saw_backoff);
+  EXPECT_EQ(s->phase(), v1::Task::EXITED);
+  EXPECT_EQ(s->exit_code(), 3);
+  EXPECT_EQ(s->restarts(), 3);
+  EXPECT_TRUE(absl::StrContains(s->message(), "gave up after 3 restarts")) << s->message();
+  EXPECT_GE(elapsed, 20 + 40 + 80);  // 20ms doubling, capped at 80
+}
+
+TEST_F(SupervisorTest, OnFailureDoesNotRestartSuccess) {
+  sup_ = New();
+  sup_->SetDesired({Sh("ok", "exit 0", v1::RestartPolicy::ON_FAILURE)});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "ok", IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->restarts(), 0);
+  EXPECT_EQ(s->exit_code(), 0);
+}
+
+TEST_F(SupervisorTest, AlwaysRestartsEvenOnSuccess) {
+  sup_ = New();
+  v1::TaskRun limited = MakeRun("always-limited", {"true"}, v1::RestartPolicy::ALWAYS);
+  limited.mutable_restart()->set_max_restarts(2);
+  v1::TaskRun unlimited = MakeRun("always", {"true"}, v1::RestartPolicy::ALWAYS);
+  sup_->SetDesired({limited, unlimited});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "always-limited", IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->restarts(), 2);
+  EXPECT_EQ(s->exit_code(), 0);
+  s = WaitFor(*sup_, "always", [](const std::optional<v1::RunStatus>& s) { return s && s->restarts() >= 4; });
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->terminal());
+}
+
+TEST_F(SupervisorTest, ExecFailureIsTerminalWithClearMessage) {
+  sup_ = New();
+  sup_->SetDesired({MakeRun("noexec", {"/no/such/binary", "x"}, v1::RestartPolicy::ON_FAILURE),
+                    MakeRun("nopath", {"no-such-program-anywhere"}, v1::RestartPolicy::ALWAYS)});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "noexec", IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->phase(), v1::Task::EXITED);
+  EXPECT_EQ(s->restarts(), 0);
+  EXPECT_EQ(s->exit_code(), 127);
+  EXPECT_TRUE(absl::StrContains(s->message(), "exec failed: No such file or directory (/no/such/binary)"))
+      << s->message();
+  s = WaitFor(*sup_, "nopath", IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(absl::StrContains(s->message(), "(no-such-program-anywhere)")) << s->message();
+}
+
+TEST_F(SupervisorTest, InvalidRunsAreReportedTerminal) {
+  sup_ = New();
+  sup_->SetDesired({MakeRun("../evil", {"true"}), MakeRun("noargv", {})});
+  std::optional<v1::RunStatus> s = Find(*sup_, "../evil");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->terminal());
+  EXPECT_TRUE(absl::StrContains(s->message(), "bad run id"));
+  s = Find(*sup_, "noargv");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->terminal());
+  EXPECT_EQ(s->message(), "empty argv");
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/evil"));
+}
+
+TEST_F(SupervisorTest, StopWithTermHandlerEndsWithinGrace) {
+  sup_ = New();
+  v1::TaskRun run = Sh("trap", "trap 'exit 0' TERM; touch ready; sleep 1000 & wait");
+  run.set_grace_period_ms(5000);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "trap", IsActive);
+  ASSERT_TRUE(s);
+  WaitForFile(RunDirOf("trap") + "/sandbox/ready");
+  pid_t pid = static_cast<pid_t>(s->pid());
+  int64_t t0 = NowMs();
+  sup_->SetDesired({});
+  WaitFor(*sup_, "trap", IsGone);
+  int64_t elapsed = NowMs() - t0;
+  HERD_LOG_INFO("stop with a TERM handler took {} ms", elapsed);
+  EXPECT_LT(elapsed, 4000);
+  EXPECT_TRUE(GroupMembers(pid).empty());
+  // The directory and logs stay.
+  EXPECT_TRUE(std::filesystem::exists(RunDirOf("trap") + "/stdout"));
+  EXPECT_TRUE(sup_->LogPath("trap", false).ok());
+}
+
+TEST_F(SupervisorTest, StopIgnoringTermIsKilledAfterGrace) {
+  sup_ = New();
+  v1::TaskRun run = Sh("stubborn", "trap '' TERM; touch ready; sleep 1000");
+  run.set_grace_period_ms(500);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "stubborn", IsActive);
+  ASSERT_TRUE(s);
+  WaitForFile(RunDirOf("stubborn") + "/sandbox/ready");
+  pid_t pid = static_cast<pid_t>(s->pid());
+  int64_t t0 = NowMs();
+  sup_->SetDesired({});
+  s = Find(*sup_, "stubborn");  // reported while being stopped
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->desired());
+  EXPECT_EQ(s->phase(), v1::Task::STOPPING);
+  EXPECT_EQ(s->pid(), pid);
+  WaitFor(*sup_, "stubborn", IsGone);
+  int64_t elapsed = NowMs() - t0;
+  HERD_LOG_INFO("stop ignoring TERM took {} ms (grace 500)", elapsed);
+  EXPECT_GE(elapsed, 500);
+  EXPECT_TRUE(GroupMembers(pid).empty());
+}
+
+TEST_F(SupervisorTest, StopKillsTheWholeProcessGroup) {
+  sup_ = New();
+  v1::TaskRun run = Sh("family", "sleep 1000 & sleep 1000");
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "family", IsActive);
+  ASSERT_TRUE(s);
+  pid_t pid = static_cast<pid_t>(s->pid());
+  int64_t deadline = NowMs() + 5000;
+  while (GroupMembers(pid).size() < 3 && NowMs() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(GroupMembers(pid).size(), 3u);  // sh and two sleeps
+  sup_->SetDesired({});
+  WaitFor(*sup_, "family", IsGone);
+  EXPECT_TRUE(GroupMembers(pid).empty());
+}
+
+TEST_F(SupervisorTest, LeftoversOfAnExitedTaskAreKilled) {
+  sup_ = New();
+  sup_->SetDesired({Sh("leftover", "sleep 1000 & echo $! > bg.pid; exit 0")});
+  ASSERT_TRUE(WaitFor(*sup_, "leftover", IsTerminal));
+  pid_t bg = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(Slurp(RunDirOf("leftover") + "/sandbox/bg.pid")), &bg));
+  EXPECT_FALSE(Alive(bg));
+}
+
+TEST_F(SupervisorTest, OrphansThatLeftTheGroupAreKilledToo) {
+  // `setsid` takes the sleep out of the task's process group and session;
+  // the shim (a child subreaper) still inherits and kills it.
+  sup_ = New();
+  sup_->SetDesired({Sh("escape", "setsid sleep 1000 & echo $! > bg.pid; sleep 0.1; exit 0")});
+  ASSERT_TRUE(WaitFor(*sup_, "escape", IsTerminal));
+  pid_t bg = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(Slurp(RunDirOf("escape") + "/sandbox/bg.pid")), &bg));
+  EXPECT_FALSE(Alive(bg));
+}
+
+TEST_F(SupervisorTest, RecoveryAdoptsRunningTaskWithoutRestart) {
+  sup_ = New();
+  v1::TaskRun run = MakeRun("adopt", {"sleep", "1000"}, v1::RestartPolicy::ALWAYS);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "adopt", IsActive);
+  ASSERT_TRUE(s);
+  const int64_t pid = s->pid();
+  const int64_t started = s->started_ms();
+  sup_.reset();  // the agent goes away; the task does not
+  EXPECT_TRUE(Alive(static_cast<pid_t>(pid)));
+
+  sup_ = New();
+  s = Find(*sup_, "adopt");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->phase(), v1::Task::ACTIVE);
+  EXPECT_EQ(s->pid(), pid);
+  EXPECT_EQ(s->started_ms(), started);
+  sup_->SetDesired({run});
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  s = Find(*sup_, "adopt");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->pid(), pid);
+  EXPECT_EQ(s->restarts(), 0);
+
+  // The adopted task is watched: its exit is noticed and the policy applies.
+  kill(static_cast<pid_t>(pid), SIGKILL);
+  s = WaitFor(*sup_, "adopt", [&](const std::optional<v1::RunStatus>& s) {
+    return s && s->restarts() == 1 && s->phase() == v1::Task::ACTIVE;
+  });
+  ASSERT_TRUE(s);
+  EXPECT_NE(s->pid(), pid);
+  EXPECT_EQ(s->exit_signal(), SIGKILL);
+}
+
+TEST_F(SupervisorTest, RecoveryReportsExitThatHappenedWhileDown) {
+  sup_ = New();
+  const std::string wait_go = "while [ ! -e go ]; do sleep 0.02; done; exit 5";
+  v1::TaskRun never = Sh("down-never", wait_go);
+  v1::TaskRun retry = Sh("down-retry", wait_go, v1::RestartPolicy::ON_FAILURE);
+  retry.mutable_restart()->set_max_restarts(1);
+  v1::TaskRun killed = MakeRun("down-killed", {"sleep", "1000"});
+  sup_->SetDesired({never, retry, killed});
+  pid_t killed_pid = 0;
+  for (const char* id : {"down-never", "down-retry", "down-killed"}) {
+    std::optional<v1::RunStatus> s = WaitFor(*sup_, id, IsActive);
+    ASSERT_TRUE(s);
+    if (std::string(id) == "down-killed") killed_pid = static_cast<pid_t>(s->pid());
+  }
+  sup_.reset();
+
+  std::ofstream(RunDirOf("down-never") + "/sandbox/go").put('x');
+  std::ofstream(RunDirOf("down-retry") + "/sandbox/go").put('x');
+  kill(killed_pid, SIGKILL);
+  int64_t deadline = NowMs() + 5000;
+  for (const char* id : {"down-never", "down-retry", "down-killed"}) {
+    while (!ReadExitFile(RunDirOf(id)).ok() && NowMs() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  sup_ = New();
+  std::optional<v1::RunStatus> s = Find(*sup_, "down-never");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->terminal());
+  EXPECT_EQ(s->exit_code(), 5);
+  s = Find(*sup_, "down-killed");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->terminal());
+  EXPECT_EQ(s->exit_signal(), SIGKILL);
+  // ON_FAILURE: restarted once on recovery, exits 5 again, gives up.
+  s = Find(*sup_, "down-retry");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->restarts(), 1);
+  EXPECT_EQ(s->exit_code(), 5);
+  s = WaitFor(*sup_, "down-retry", IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->restarts(), 1);
+  EXPECT_EQ(s->exit_code(), 5);
+}
+
+TEST_F(SupervisorTest, ReusedPidIsNotAdopted) {
+  // An unrelated process whose pid the run directory claims, with a start
+  // time that does not match (as after pid reuse or a reboot).
+  SpawnOptions spawn;
+  spawn.path = "/bin/sleep";
+  spawn.argv = {"sleep", "1000"};
+  absl::StatusOr<pid_t> stranger = Spawn(spawn);
+  ASSERT_TRUE(stranger.ok()) << stranger.status();
+  absl::StatusOr<ProcessId> id = IdentifyProcess(*stranger);
+  ASSERT_TRUE(id.ok());
+
+  RunDir dir(RunDirOf("reused"));
+  std::filesystem::create_directories(root_ + "/runs");
+  ASSERT_TRUE(dir.Create().ok());
+  ASSERT_TRUE(dir.WriteSpec(MakeRun("reused", {"sleep", "1000"})).ok());
+  RunState state;
+  state.phase = v1::Task::ACTIVE;
+  state.started_ms = 1;
+  state.shim = ProcessId{*stranger, id->start_time + 12345};
+  ASSERT_TRUE(dir.WriteState(state).ok());
+  std::string fake = absl::StrCat(*stranger, " ", id->start_time + 12345, " ", *stranger, " ",
+                                  id->start_time + 12345, "\n");
+  ASSERT_TRUE(WriteFileAtomic(dir.File("task.pid"), fake).ok());
+
+  sup_ = New();
+  std::optional<v1::RunStatus> s = Find(*sup_, "reused");
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->terminal());  // NEVER: lost, not restarted
+  EXPECT_EQ(s->pid(), 0);
+  EXPECT_TRUE(absl::StrContains(s->message(), "lost")) << s->message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(IsRunning(*id));  // and the stranger was left alone
+  kill(*stranger, SIGKILL);
+  waitpid(*stranger, nullptr, 0);
+}
+
+TEST_F(SupervisorTest, RunNoLongerDesiredAfterRecoveryIsStopped) {
+  sup_ = New();
+  v1::TaskRun keep = MakeRun("keep", {"sleep", "1000"});
+  v1::TaskRun drop = MakeRun("drop", {"sleep", "1000"});
+  sup_->SetDesired({keep, drop});
+  std::optional<v1::RunStatus> k = WaitFor(*sup_, "keep", IsActive);
+  std::optional<v1::RunStatus> d = WaitFor(*sup_, "drop", IsActive);
+  ASSERT_TRUE(k && d);
+  sup_.reset();
+
+  sup_ = New();
+  EXPECT_EQ(sup_->Observe().size(), 2u);  // recovered runs count as desired
+  sup_->SetDesired({keep});
+  WaitFor(*sup_, "drop", IsGone);
+  EXPECT_FALSE(Alive(static_cast<pid_t>(d->pid())));
+  std::optional<v1::RunStatus> s = Find(*sup_, "keep");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->pid(), k->pid());
+
+  // A removed run stays removed across another restart.
+  sup_.reset();
+  sup_ = New();
+  EXPECT_EQ(sup_->Observe().size(), 1u);
+}
+
+TEST_F(SupervisorTest, StopInterruptedByAgentRestartIsResumed) {
+  sup_ = New();
+  v1::TaskRun run = Sh("resume-stop", "trap '' TERM; touch ready; sleep 1000");
+  run.set_grace_period_ms(300);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "resume-stop", IsActive);
+  ASSERT_TRUE(s);
+  WaitForFile(RunDirOf("resume-stop") + "/sandbox/ready");
+  sup_->SetDesired({});
+  sup_.reset();  // dies during the grace period
+
+  sup_ = New();
+  s = Find(*sup_, "resume-stop");
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->desired());
+  WaitFor(*sup_, "resume-stop", IsGone);
+}
+
+TEST_F(SupervisorTest, BackoffSurvivesRecoveryWithoutDoubleCounting) {
+  sup_ = New();
+  v1::TaskRun run = Sh("slow-backoff", "exit 2", v1::RestartPolicy::ON_FAILURE);
+  run.mutable_restart()->set_backoff_initial_ms(400);
+  run.mutable_restart()->set_backoff_max_ms(400);
+  run.mutable_restart()->set_max_restarts(2);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "slow-backoff", [](const std::optional<v1::RunStatus>& s) {
+    return s && s->phase() == v1::Task::BACKOFF;
+  });
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->restarts(), 1);
+  sup_.reset();
+
+  sup_ = New();
+  s = Find(*sup_, "slow-backoff");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->phase(), v1::Task::BACKOFF);
+  EXPECT_EQ(s->restarts(), 1);
+  s = WaitFor(*sup_, "slow-backoff", IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->restarts(), 2);
+  EXPECT_EQ(s->exit_code(), 2);
+}
+
+TEST_F(SupervisorTest, TerminalRunStaysTerminalAcrossRecovery) {
+  sup_ = New();
+  sup_->SetDesired({MakeRun("done", {"true"})});
+  std::optional<v1::RunStatus> before = WaitFor(*sup_, "done", IsTerminal);
+  ASSERT_TRUE(before);
+  sup_.reset();
+  sup_ = New();
+  std::optional<v1::RunStatus> after = Find(*sup_, "done");
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after->terminal());
+  EXPECT_EQ(after->phase(), v1::Task::EXITED);
+  EXPECT_EQ(after->started_ms(), before->started_ms());
+  EXPECT_EQ(after->message(), before->message());
+}
+
+TEST_F(SupervisorTest, TasksSurviveTheAgentBeingSigkilled) {
+  // Orphaned shims are re-parented to us (not to an init that may not reap),
+  // so nothing is left as a zombie.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  pid_t agent = fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    // The "agent": supervises one run, reports its pid, waits to be killed.
+    close(pipe_fds[0]);
+    Supervisor::Options opts;
+    opts.root_dir = root_;
+    absl::StatusOr<std::unique_ptr<Supervisor>> sup = Supervisor::Create(opts);
+    if (!sup.ok()) _exit(1);
+    (*sup)->SetDesired({MakeRun("survivor", {"sleep", "1000"}, v1::RestartPolicy::ALWAYS)});
+    int64_t deadline = NowMs() + 10'000;
+    while (NowMs() < deadline) {
+      std::optional<v1::RunStatus> s = Find(**sup, "survivor");
+      if (s && s->phase() == v1::Task::ACTIVE) {
+        int64_t pid = s->pid();
+        (void)!write(pipe_fds[1], &pid, sizeof(pid));
+        while (true) pause();
+      }
+      (*sup)->WaitForChange(0, 50);
+    }
+    _exit(2);
+  }
+  close(pipe_fds[1]);
+  int64_t pid = 0;
+  ASSERT_EQ(read(pipe_fds[0], &pid, sizeof(pid)), static_cast<ssize_t>(sizeof(pid)));
+  close(pipe_fds[0]);
+  ASSERT_EQ(kill(agent, SIGKILL), 0);
+  int status;
+  ASSERT_EQ(waitpid(agent, &status, 0), agent);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(Alive(static_cast<pid_t>(pid)));
+
+  sup_ = New();  // the lock died with the agent
+  std::optional<v1::RunStatus> s = Find(*sup_, "survivor");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->phase(), v1::Task::ACTIVE);
+  EXPECT_EQ(s->pid(), pid);
+  EXPECT_EQ(s->restarts(), 0);
+  sup_->SetDesired({});
+  WaitFor(*sup_, "survivor", IsGone);
+  EXPECT_FALSE(Alive(static_cast<pid_t>(pid)));
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST_F(SupervisorTest, OneSupervisorPerRoot) {
+  sup_ = New();
+  Supervisor::Options opts;
+  opts.root_dir = root_;
+  absl::StatusOr<std::unique_ptr<Supervisor>> second = Supervisor::Create(opts);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SupervisorTest, RetentionDeletesOldRunDirectories) {
+  sup_ = New(/*retention_ms=*/300, /*gc_interval_ms=*/50);
+  sup_->SetDesired({MakeRun("short", {"true"})});
+  ASSERT_TRUE(WaitFor(*sup_, "short", IsTerminal));
+  sup_->SetDesired({});
+  ASSERT_TRUE(WaitFor(*sup_, "short", IsGone).has_value() == false);
+  EXPECT_TRUE(sup_->LogPath("short", false).ok());  // logs outlive the run
+  int64_t deadline = NowMs() + 5000;
+  while (std::filesystem::exists(RunDirOf("short")) && NowMs() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_FALSE(std::filesystem::exists(RunDirOf("short")));
+  EXPECT_FALSE(sup_->LogPath("short", false).ok());
+}
+
+}  // namespace
+}  // namespace herd::agent
