@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The #include side of DESIGN §3's dependency table (the link side is checked
+# at configure time by cmake/HerdDependencies.cmake). Prints every violation
+# as FILE:LINE: what; exits 1 if there is any.
+set -uo pipefail
+cd "${1:-$(dirname "$0")/..}"
+bad=0
+# violation PATTERN ALLOWED_PATH_REGEX WHAT
+check() {
+  local pattern=$1 allowed=$2 what=$3
+  while IFS= read -r hit; do
+    file=${hit%%:*}
+    if [[ ! $file =~ $allowed ]]; then
+      echo "$hit: $what"
+      bad=1
+    fi
+  done < <(grep -rnE "^\s*#\s*include\s*[<\"]($pattern)" src --include='*.h' --include='*.cc' 2>/dev/null)
+}
+# gRPC only in src/rpc, */server/, src/store/etcd, src/cli and src/main.
+check 'grpcpp/|grpc/|herd/v1/[a-z_]+\.grpc\.pb\.h' '^src/(rpc|store/etcd|cli|main)/|/server/' \
+  "gRPC outside src/rpc, */server/, src/store/etcd, src/cli, src/main"
+# SQLite only in its backend.
+check 'sqlite3\.h' '^src/store/sqlite/' "sqlite3.h outside src/store/sqlite"
+# Concrete store backends are picked only by src/main and the servers.
+check 'store/(sqlite|etcd)/' '^src/(main|store)/|/server/' \
+  "a concrete store backend outside src/main and */server/"
+# The pure core: no I/O libraries, no upper layers.
+while IFS= read -r hit; do
+  file=${hit%%:*}
+  [[ $file == *_test.cc ]] && continue
+  echo "$hit: the cell state machine includes an outer layer"
+  bad=1
+done < <(grep -rnE '^\s*#\s*include\s*[<"](store/|master/|agent/|rpc/|cli/|spec/|sim/|sched/|yaml-cpp|libjsonnet|grpcpp|sqlite3)' src/cell 2>/dev/null)
+while IFS= read -r hit; do
+  file=${hit%%:*}
+  [[ $file == *_test.cc ]] && continue
+  echo "$hit: the scheduler includes an outer layer"
+  bad=1
+done < <(grep -rnE '^\s*#\s*include\s*[<"](store/|master/|agent/|rpc/|cli/|spec/|sim/|grpcpp|sqlite3)' src/sched 2>/dev/null)
+while IFS= read -r hit; do
+  echo "$hit: the agent includes the cell, scheduler, master or store"
+  bad=1
+done < <(grep -rnE '^\s*#\s*include\s*[<"](cell/|sched/|master/|store/)' src/agent 2>/dev/null)
+# Test-only code stays out of production files.
+while IFS= read -r hit; do
+  file=${hit%%:*}
+  [[ $file == *_test.cc || $file == src/testing/* ]] && continue
+  echo "$hit: test-only code (src/testing) in a production file"
+  bad=1
+done < <(grep -rnE '^\s*#\s*include\s*[<"]testing/' src 2>/dev/null)
+if [ $bad -eq 0 ]; then echo "include rules: ok"; fi
+exit $bad
