@@ -5,13 +5,13 @@
 local user = 'bob';
 
 // One batch job; fields given in `extra` are merged over the defaults.
-local batchJob(name, tasks, cpu='500m', memory='512Mi', extra={}) = {
+local batchJob(name, tasks, cpu='100m', memory='64Mi', extra={}) = {
   name: name,
   user: user,
   priority: 'batch',
   tasks: tasks,
-  command: ['/opt/pipeline/bin/' + name],
-  args: ['--shard=${task.index}', '--shards=${task.count}'],
+  // Stands in for a real pipeline binary: works for a moment, then finishes.
+  command: ['/bin/sh', '-c', 'echo "' + name + ' shard $0 of $1"; sleep 2', '${task.index}', '${task.count}'],
   resources: { cpu: cpu, memory: memory },
   restart: { policy: 'on-failure', max_restarts: 3 },
   grace_period: '5s',
@@ -19,8 +19,8 @@ local batchJob(name, tasks, cpu='500m', memory='512Mi', extra={}) = {
 } + extra;
 
 local inputs = [
-  { name: 'clicks', shards: 16, memory: '1Gi' },
-  { name: 'views', shards: 8, memory: '512Mi' },
+  { name: 'clicks', shards: 6, memory: '128Mi' },
+  { name: 'views', shards: 3, memory: '64Mi' },
 ];
 
 {
@@ -28,9 +28,9 @@ local inputs = [
     batchJob('map-' + input.name, input.shards, memory=input.memory)
     for input in inputs
   ] + [
-    batchJob('reduce', 1, cpu=2, memory='4Gi', extra={
+    batchJob('reduce', 1, cpu='200m', memory='256Mi', extra={
       priority: 'mid',
-      constraints: ['ssd exists'],
+      soft_constraints: ['ssd exists'],
     }),
   ],
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -178,6 +179,10 @@ int RunUp(const UpOptions& o) {
   };
   std::ofstream(pidfile) << getpid() << "\n";
 
+  // Become the subreaper of everything below us: when an agent dies, its
+  // task shims (which outlive it on purpose) are reparented here and reaped
+  // when they end, rather than lingering as zombies.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::string exe = SelfExe();
   std::vector<Child> children;
   std::string master_log = (fs::path(data) / "logs" / "master.log").string();
@@ -234,9 +239,11 @@ int RunUp(const UpOptions& o) {
       ts.tv_nsec -= 1'000'000'000;
     }
     if (sem_timedwait(&g_stop, &ts) == 0) break;
-    for (Child& c : children) {
-      int status = 0;
-      if (c.pid > 0 && waitpid(c.pid, &status, WNOHANG) == c.pid) {
+    int status = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      for (Child& c : children) {
+        if (c.pid != pid) continue;  // else: an orphaned shim, just reaped
         std::fprintf(stderr, "herd up: %s exited (%s %d); the rest of the cell keeps running\n", c.name.c_str(),
                      WIFSIGNALED(status) ? "signal" : "code",
                      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
