@@ -380,7 +380,7 @@ void CellState::Transition(Task* t, v1::Task::State to, Event::Transition why, a
   t->state = to;
   t->state_revision = revision_;
   t->history.push_back(EventRec{why, m.time_ms(), revision_, std::string(reason), std::string(machine)});
-  while (t->history.size() > Task::kHistory) t->history.pop_front();
+  if (t->history.size() > Task::kHistory) t->history.erase(t->history.begin());
 }
 
 void CellState::Place(Task* t, Machine* mach, Effects* fx) {

@@ -22,6 +22,7 @@
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -61,7 +62,9 @@ struct Task {
   int64_t started_ms = 0;
   int64_t state_revision = 0;
   std::string message;
-  std::deque<EventRec> history;  // newest last; at most kHistory
+  // Newest last; at most kHistory. Inline: one event costs no allocation
+  // (a std::deque would cost >512 bytes per task).
+  absl::InlinedVector<EventRec, 1> history;
 
   static constexpr size_t kHistory = 4;
   int32_t priority() const;
