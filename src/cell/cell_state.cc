@@ -24,6 +24,18 @@ void EventRec::ToProto(v1::Event* out) const {
 
 int32_t Task::priority() const { return job->spec.priority(); }
 
+bool Task::AvoidsMachine(absl::string_view machine, int64_t now_ms) const {
+  for (const auto& [name, until] : avoid) {
+    if (name == machine && until > now_ms) return true;
+  }
+  return false;
+}
+
+bool Machine::HasPackage(absl::string_view sha256) const {
+  return std::binary_search(packages.begin(), packages.end(), sha256,
+                            [](absl::string_view a, absl::string_view b) { return a < b; });
+}
+
 v1::Task Task::ToProto() const {
   v1::Task t;
   t.set_job(job->id);
@@ -43,6 +55,11 @@ v1::Task Task::ToProto() const {
   t.set_state_revision(state_revision);
   t.set_message(message);
   t.set_started_ms(started_ms);
+  for (const auto& [machine, until] : avoid) {
+    v1::AvoidMachine* a = t.add_avoid();
+    a->set_machine(machine);
+    a->set_until_ms(until);
+  }
   return t;
 }
 
@@ -74,6 +91,7 @@ v1::Machine Machine::ToProto() const {
   m.set_reason(reason);
   m.set_state_revision(state_revision);
   m.set_registered_ms(registered_ms);
+  for (const auto& p : packages) m.add_packages(p);
   return m;
 }
 
@@ -214,7 +232,8 @@ absl::Status CellState::CheckScheduled(const v1::TaskScheduled& m) const {
           absl::StrCat("machine ", m.machine(), " does not satisfy constraint ", Describe(c)));
     }
   }
-  ResourceVector avail = mach->Free();
+  const bool prod = IsProd(t->priority());
+  ResourceVector avail = mach->FreeFor(t->priority());
   absl::flat_hash_set<const Task*> victims;
   for (const v1::TaskRef& ref : m.victims()) {
     const Task* v = nullptr;
@@ -229,7 +248,7 @@ absl::Status CellState::CheckScheduled(const v1::TaskScheduled& m) const {
                                                         " (priority ", v->priority(), ")"));
     }
     if (!victims.insert(v).second) return absl::InvalidArgumentError("victim listed twice");
-    avail += v->resources;
+    avail += prod ? v->resources : v->reservation();
   }
   if (auto dim = t->resources.FirstShortfall(avail)) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -278,6 +297,8 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
       return CheckRef(m.task_exited().task(), nullptr);
     case v1::Mutation::kTaskLost:
       return CheckRef(m.task_lost().task(), nullptr);
+    case v1::Mutation::kTaskRescheduled:
+      return CheckRef(m.task_rescheduled().task(), nullptr);
     case v1::Mutation::kMachineRegistered:
       return CheckMachineRegistered(m.machine_registered());
     case v1::Mutation::kMachineDown: {
@@ -329,6 +350,9 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
       break;
     case v1::Mutation::kTaskLost:
       ApplyLost(m, fx);
+      break;
+    case v1::Mutation::kTaskRescheduled:
+      ApplyRescheduled(m, fx);
       break;
     case v1::Mutation::kMachineRegistered:
       ApplyMachineRegistered(m, fx);
@@ -387,6 +411,7 @@ void CellState::Place(Task* t, Machine* mach, Effects* fx) {
   t->machine = mach;
   t->last_machine = mach->name;
   mach->allocated += t->resources;
+  mach->reserved += t->reservation();
   mach->tasks.insert(t);
   fx->machines.push_back(mach->name);
 }
@@ -395,6 +420,7 @@ void CellState::Unplace(Task* t, Effects* fx) {
   Machine* mach = t->machine;
   if (mach == nullptr) return;
   mach->allocated -= t->resources;
+  mach->reserved -= t->reservation();
   mach->tasks.erase(t);
   t->machine = nullptr;
   fx->machines.push_back(mach->name);
@@ -582,6 +608,26 @@ void CellState::ApplyLost(const v1::Mutation& m, Effects* fx) {
   UpdateJobState(t->job, m);
 }
 
+void CellState::ApplyRescheduled(const v1::Mutation& m, Effects* fx) {
+  const v1::TaskRescheduled& r = m.task_rescheduled();
+  Task* t = MutableTask(r.task().job(), r.task().index());
+  std::string machine = t->machine->name;
+  Unplace(t, fx);
+  t->phase = v1::Task::PHASE_UNSPECIFIED;
+  t->pid = 0;
+  if (r.avoid_until_ms() > 0) {
+    // Keep the list short: drop expired entries and any older one for this machine.
+    auto& av = t->avoid;
+    av.erase(std::remove_if(av.begin(), av.end(),
+                            [&](const auto& e) { return e.second <= m.time_ms() || e.first == machine; }),
+             av.end());
+    av.emplace_back(machine, r.avoid_until_ms());
+  }
+  Transition(t, v1::Task::PENDING, Event::RESCHEDULE, r.reason().empty() ? "rescheduled" : r.reason(), m, machine);
+  fx->pending_added = true;
+  UpdateJobState(t->job, m);
+}
+
 void CellState::ApplyMachineRegistered(const v1::Mutation& m, Effects* fx) {
   const v1::Machine& in = m.machine_registered().machine();
   Machine* mach = MutableMachine(in.name());
@@ -600,6 +646,9 @@ void CellState::ApplyMachineRegistered(const v1::Mutation& m, Effects* fx) {
   mach->address = in.address();
   mach->capacity = ResourceVector::FromProto(in.capacity());
   mach->attributes = in.attributes();
+  mach->packages.assign(in.packages().begin(), in.packages().end());
+  std::sort(mach->packages.begin(), mach->packages.end());
+  mach->packages.erase(std::unique(mach->packages.begin(), mach->packages.end()), mach->packages.end());
   mach->state = v1::Machine::UP;
   mach->state_revision = revision_;
   fx->machines.push_back(mach->name);

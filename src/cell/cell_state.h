@@ -67,7 +67,15 @@ struct Task {
   absl::InlinedVector<EventRec, 1> history;
 
   static constexpr size_t kHistory = 4;
+  // Machines not to place this task on again before the given time.
+  std::vector<std::pair<std::string, int64_t>> avoid;
+
   int32_t priority() const;
+  // The master's estimate of what the task really uses. Non-production work
+  // is scheduled against others' reservations, production against limits.
+  // Equal to the limit until the reclamation issue estimates it.
+  const ResourceVector& reservation() const { return resources; }
+  bool AvoidsMachine(absl::string_view machine, int64_t now_ms) const;
   const EventRec* last_event() const { return history.empty() ? nullptr : &history.back(); }
   v1::Task ToProto() const;
 };
@@ -101,6 +109,8 @@ struct Machine {
   google::protobuf::Map<std::string, std::string> attributes;
   v1::Machine::State state = v1::Machine::UP;
   ResourceVector allocated;  // sum of the limits of tasks placed here
+  ResourceVector reserved;   // sum of the reservations of tasks placed here
+  std::vector<std::string> packages;  // sha256 of cached packages, sorted
   absl::btree_set<Task*, TaskKeyOrder> tasks;  // running here, by (job id, index)
   std::string reason;
   int64_t state_revision = 0;
@@ -108,6 +118,10 @@ struct Machine {
   int64_t order = 0;  // registration order (deterministic iteration)
 
   ResourceVector Free() const { return capacity - allocated; }
+  // What a task of this priority may use: production counts the others'
+  // limits, non-production their reservations.
+  ResourceVector FreeFor(int32_t priority) const { return capacity - (IsProd(priority) ? allocated : reserved); }
+  bool HasPackage(absl::string_view sha256) const;
   v1::Machine ToProto() const;
 };
 
@@ -186,6 +200,7 @@ class CellState {
   void ApplyObserved(const v1::Mutation& m);
   void ApplyExited(const v1::Mutation& m, Effects* fx);
   void ApplyLost(const v1::Mutation& m, Effects* fx);
+  void ApplyRescheduled(const v1::Mutation& m, Effects* fx);
   void ApplyMachineRegistered(const v1::Mutation& m, Effects* fx);
   void ApplyMachineDown(const v1::Mutation& m, Effects* fx);
   void ApplyMachineUp(const v1::Mutation& m);

@@ -155,6 +155,25 @@ TEST_F(CellStateTest, MachineDownLosesTasksAndUpRestoresMachine) {
   EXPECT_EQ(T("alice/job", 2).state, v1::Task::PENDING);
 }
 
+TEST_F(CellStateTest, RescheduleRemembersTheMachineToAvoid) {
+  Apply(Submit(JobBuilder("job").Build()));
+  Apply(Schedule("alice/job", 0, "m1"));
+  v1::Mutation m = Rescheduled(Ref("alice/job", 0, 1), "crash loop on m1", 5000);
+  m.set_time_ms(1000);
+  Apply(m);
+  const cell::Task& t = T("alice/job", 0);
+  EXPECT_EQ(t.state, v1::Task::PENDING);
+  EXPECT_EQ(t.last_event()->transition, Event::RESCHEDULE);
+  EXPECT_EQ(t.last_event()->reason, "crash loop on m1");
+  EXPECT_TRUE(t.AvoidsMachine("m1", 4999));
+  EXPECT_FALSE(t.AvoidsMachine("m1", 5000));
+  EXPECT_FALSE(t.AvoidsMachine("m2", 0));
+  auto restored = CellState::FromSnapshot(state_.ToSnapshot());
+  ASSERT_TRUE(restored.ok());
+  EXPECT_TRUE(restored->FindTask("alice/job", 0)->AvoidsMachine("m1", 4999));
+  Reject(Rescheduled(Ref("alice/job", 0, 1), "again"), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_F(CellStateTest, KillAndResubmit) {
   Apply(Submit(JobBuilder("job").Tasks(2).Build()));
   Apply(Schedule("alice/job", 0, "m1"));
@@ -239,7 +258,9 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
             m = Exited(Ref(job, idx, inc), static_cast<int32_t>(rng.Uniform(2)));
             break;
           case 6:
-            m = rng.Uniform(4) == 0 ? Kill(job) : Lost(Ref(job, idx, inc));
+            m = rng.Uniform(4) == 0   ? Kill(job)
+                : rng.Uniform(2) == 0 ? Lost(Ref(job, idx, inc))
+                                      : Rescheduled(Ref(job, idx, inc), "moved", step + 100);
             break;
           case 7:
             m = Down(mach);

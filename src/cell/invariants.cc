@@ -10,7 +10,7 @@ absl::Status CellState::CheckInvariants() const {
   int64_t counts[4] = {0, 0, 0, 0};
   size_t pending = 0;
   absl::flat_hash_map<std::pair<std::string, int>, ResourceVector> usage;
-  absl::flat_hash_map<const Machine*, ResourceVector> alloc;
+  absl::flat_hash_map<const Machine*, ResourceVector> alloc, reserved;
   absl::flat_hash_map<const Machine*, size_t> on_machine;
   for (const auto& [id, j] : jobs_) {
     if (j->id != id) return fail("job key ", id, " != id ", j->id);
@@ -32,6 +32,7 @@ absl::Status CellState::CheckInvariants() const {
         if (t.machine->state != v1::Machine::UP) return fail("task ", name, " runs on down machine");
         if (!t.machine->tasks.contains(const_cast<Task*>(&t))) return fail("machine does not list ", name);
         alloc[t.machine] += t.resources;
+        reserved[t.machine] += t.reservation();
         ++on_machine[t.machine];
       } else {
         ++d;
@@ -55,6 +56,8 @@ absl::Status CellState::CheckInvariants() const {
   for (const Machine* m : machine_list_) {
     ResourceVector a = alloc.count(m) ? alloc[m] : ResourceVector{};
     if (!(a == m->allocated)) return fail("machine ", m->name, " allocated ", m->allocated.ToString(), " != ", a.ToString());
+    ResourceVector r = reserved.count(m) ? reserved[m] : ResourceVector{};
+    if (!(r == m->reserved)) return fail("machine ", m->name, " reserved ", m->reserved.ToString(), " != ", r.ToString());
     size_t n = on_machine.count(m) ? on_machine[m] : 0;
     if (n != m->tasks.size()) return fail("machine ", m->name, " task list");
   }

@@ -1,4 +1,6 @@
 // CellState <-> CellSnapshot (the snapshot half of a checkpoint).
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
 #include "base/status.h"
@@ -43,6 +45,8 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     m->reason = pm.reason();
     m->state_revision = pm.state_revision();
     m->registered_ms = pm.registered_ms();
+    m->packages.assign(pm.packages().begin(), pm.packages().end());
+    std::sort(m->packages.begin(), m->packages.end());
     m->order = c.machine_seq_++;
     Machine* raw = m.get();
     if (!c.machines_.emplace(pm.name(), std::move(m)).second) {
@@ -91,6 +95,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     t->state_revision = pt.state_revision();
     t->message = pt.message();
     for (const v1::Event& e : pt.history()) t->history.push_back(FromProto(e));
+    for (const v1::AvoidMachine& a : pt.avoid()) t->avoid.emplace_back(a.machine(), a.until_ms());
     if (t->state < v1::Task::PENDING || t->state > v1::Task::DEAD) {
       return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(pt.job(), pt.index()), " has no state"));
     }
@@ -108,6 +113,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
       }
       t->machine = m;
       m->allocated += t->resources;
+      m->reserved += t->reservation();
       m->tasks.insert(t);
     } else {
       ++j->dead;

@@ -618,3 +618,22 @@ TEST(SpecTest, ExplicitFormatOverridesExtension) {
 
 }  // namespace
 }  // namespace herd::spec
+
+namespace herd::spec {
+namespace {
+
+TEST(SpecTest, PlacementLimits) {
+  v1::JobSpec s = One(absl::StrCat(
+      "name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\ntasks: 4\n",
+      "different_machines: true\nmax_per_domain: {rack: 2, machine: 1}\n"));
+  EXPECT_TRUE(s.different_machines());
+  EXPECT_EQ(s.max_per_domain().at("rack"), 2);
+  EXPECT_EQ(s.max_per_domain().at("machine"), 1);
+  EXPECT_THAT(Errors("name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\nmax_per_domain: {rack: 0}\n"),
+              ElementsAre("job.yaml:5:24: max_per_domain.rack: must be at least 1, got 0"));
+  EXPECT_THAT(Errors("name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\ndifferent_machines: maybe\n"),
+              ElementsAre(HasSubstr("different_machines")));
+}
+
+}  // namespace
+}  // namespace herd::spec

@@ -317,6 +317,13 @@ std::vector<Issue> ValidateIssues(const v1::JobSpec& spec) {
     out.Add("appclass", absl::StrCat("unknown appclass number ", static_cast<int>(spec.appclass())));
   }
   std::set<std::string> label_keys;
+  for (const auto& [attr, n] : spec.max_per_domain()) {
+    std::string p = Join("max_per_domain", attr);
+    if (absl::Status st = ValidateAttributeKey(attr); !st.ok() && attr != "machine") {
+      out.Add(p, std::string(st.message()));
+    }
+    if (n < 1) out.Add(p, absl::StrCat("must be at least 1, got ", n));
+  }
   for (const auto& [k, v] : spec.labels()) label_keys.insert(k);
   for (const std::string& k : label_keys) {
     std::string p = Join("labels", k);

@@ -52,6 +52,17 @@ class JobBuilder {
     return *this;
   }
   JobBuilder& Restart(v1::RestartPolicy::Mode mode) { spec_.mutable_restart()->set_mode(mode); return *this; }
+  JobBuilder& DifferentMachines(bool on = true) { spec_.set_different_machines(on); return *this; }
+  JobBuilder& MaxPerDomain(const std::string& attr, int32_t n) {
+    (*spec_.mutable_max_per_domain())[attr] = n;
+    return *this;
+  }
+  JobBuilder& Package(const std::string& name, const std::string& sha256) {
+    v1::Package* p = spec_.mutable_task()->add_packages();
+    p->set_name(name);
+    p->set_sha256(sha256);
+    return *this;
+  }
   v1::JobSpec Build() const { return spec_; }
   std::string Id() const { return spec_.user() + "/" + spec_.name(); }
 
@@ -81,6 +92,7 @@ class MachineBuilder {
     return *this;
   }
   MachineBuilder& Address(const std::string& a) { m_.set_address(a); return *this; }
+  MachineBuilder& Package(const std::string& sha256) { m_.add_packages(sha256); return *this; }
   v1::Machine Build() const { return m_; }
 
  private:
@@ -162,6 +174,14 @@ inline v1::Mutation Lost(const v1::TaskRef& ref, const std::string& reason = "va
   v1::Mutation m;
   *m.mutable_task_lost()->mutable_task() = ref;
   m.mutable_task_lost()->set_reason(reason);
+  return m;
+}
+
+inline v1::Mutation Rescheduled(const v1::TaskRef& ref, const std::string& reason, int64_t avoid_until_ms = 0) {
+  v1::Mutation m;
+  *m.mutable_task_rescheduled()->mutable_task() = ref;
+  m.mutable_task_rescheduled()->set_reason(reason);
+  m.mutable_task_rescheduled()->set_avoid_until_ms(avoid_until_ms);
   return m;
 }
 

@@ -117,7 +117,9 @@ void SchedulerLoop::Loop() {
     stats_.rejected += rejected;
     stats_.last_pass_us = us;
     why_.clear();
-    for (const auto& u : result.unplaced) why_[absl::StrCat(u.job, "/", u.index)] = u.why.ToString();
+    for (const auto& p : result.pending) {
+      for (int32_t index : p.indexes) why_[absl::StrCat(p.job, "/", index)] = p.why.ToString();
+    }
   }
 }
 

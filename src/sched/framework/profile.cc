@@ -8,21 +8,27 @@ namespace herd::sched {
 
 absl::StatusOr<PackingPolicy> ParsePackingPolicy(absl::string_view name) {
   if (name == "best" || name == "best-fit") return PackingPolicy::kBestFit;
-  if (name == "worst" || name == "worst-fit" || name == "epvm") return PackingPolicy::kWorstFit;
-  return absl::InvalidArgumentError(absl::StrCat("unknown packing policy '", name, "' (best, worst)"));
+  if (name == "worst" || name == "worst-fit" || name == "epvm" || name == "e-pvm") return PackingPolicy::kWorstFit;
+  if (name == "hybrid") return PackingPolicy::kHybrid;
+  return absl::InvalidArgumentError(absl::StrCat("unknown packing policy '", name, "' (worst, best, hybrid)"));
 }
 
-Profile DefaultProfile(PackingPolicy policy) {
-  Profile p;
-  p.filters.push_back(std::make_unique<MachineUpFilter>());
-  p.filters.push_back(std::make_unique<ConstraintFilter>());
-  p.filters.push_back(std::make_unique<ResourceFilter>());
-  if (policy == PackingPolicy::kWorstFit) {
-    p.scores.push_back({std::make_unique<WorstFitScore>(), 1.0});
-  } else {
-    p.scores.push_back({std::make_unique<BestFitScore>(), 1.0});
+absl::string_view PackingPolicyName(PackingPolicy p) {
+  switch (p) {
+    case PackingPolicy::kWorstFit:
+      return "worst-fit";
+    case PackingPolicy::kBestFit:
+      return "best-fit";
+    case PackingPolicy::kHybrid:
+      return "hybrid";
   }
-  return p;
+  return "?";
+}
+
+absl::StatusOr<QueueOrder> ParseQueueOrder(absl::string_view name) {
+  if (name == "round-robin" || name == "rr") return QueueOrder::kRoundRobin;
+  if (name == "drf") return QueueOrder::kDrf;
+  return absl::InvalidArgumentError(absl::StrCat("unknown queue order '", name, "' (round-robin, drf)"));
 }
 
 absl::string_view ReasonText(ReasonCode code) {
@@ -31,8 +37,14 @@ absl::string_view ReasonText(ReasonCode code) {
       return "fits";
     case ReasonCode::kMachineDown:
       return "machine down";
+    case ReasonCode::kCrashedHere:
+      return "task crashed there recently";
     case ReasonCode::kConstraint:
       return "constraint";
+    case ReasonCode::kDifferentMachines:
+      return "a task of the job already there";
+    case ReasonCode::kDomainLimit:
+      return "job's limit per failure domain reached";
     case ReasonCode::kInsufficientCpu:
       return "insufficient cpu";
     case ReasonCode::kInsufficientMemory:
@@ -47,6 +59,28 @@ absl::string_view ReasonText(ReasonCode code) {
       break;
   }
   return "?";
+}
+
+Profile DefaultProfile(const Options& o) {
+  Profile p;
+  p.filters.push_back(std::make_unique<MachineUpFilter>());
+  p.filters.push_back(std::make_unique<CrashAvoidFilter>());
+  p.filters.push_back(std::make_unique<ConstraintFilter>());
+  p.filters.push_back(std::make_unique<DomainLimitFilter>());
+  p.filters.push_back(std::make_unique<ResourceFilter>());
+  auto add = [&](std::unique_ptr<ScorePlugin> s, double w) {
+    if (w <= 0) return;
+    p.total_weight += w;
+    p.scores_depend_on_job |= s->DependsOnJobPlacements();
+    p.scores.push_back({std::move(s), w});
+  };
+  add(std::make_unique<PackingScore>(o.policy), o.weights.packing);
+  add(std::make_unique<SpreadScore>(), o.weights.spread);
+  add(std::make_unique<PreemptCostScore>(), o.weights.preempt_cost);
+  add(std::make_unique<LocalityScore>(), o.weights.locality);
+  add(std::make_unique<PriorityMixScore>(), o.weights.priority_mix);
+  add(std::make_unique<SoftConstraintScore>(), o.weights.soft_constraints);
+  return p;
 }
 
 }  // namespace herd::sched

@@ -1,19 +1,14 @@
-// A Profile: which plugins a scheduler runs and the weights of the scores.
+// A Profile: which plugins a scheduler runs, in which order, and the
+// weights of the scores.
 #pragma once
 
 #include <memory>
-#include <string>
-#include <utility>
 #include <vector>
 
-#include "absl/status/statusor.h"
+#include "sched/framework/options.h"
 #include "sched/framework/plugin.h"
 
 namespace herd::sched {
-
-enum class PackingPolicy { kBestFit, kWorstFit };
-
-absl::StatusOr<PackingPolicy> ParsePackingPolicy(absl::string_view name);
 
 struct WeightedScore {
   std::unique_ptr<ScorePlugin> plugin;
@@ -21,12 +16,15 @@ struct WeightedScore {
 };
 
 struct Profile {
-  std::vector<std::unique_ptr<FilterPlugin>> filters;  // cheapest first
+  std::vector<std::unique_ptr<FilterPlugin>> filters;  // static ones first, cheapest first
   std::vector<WeightedScore> scores;
+  double total_weight = 0;
+  bool scores_depend_on_job = false;  // any score goes stale when the job places a task
 };
 
-// The default pipeline: machine up -> constraints -> resources; score by the
-// packing policy.
-Profile DefaultProfile(PackingPolicy policy = PackingPolicy::kBestFit);
+// machine-up -> crash-avoid -> constraints -> domain-limits -> resources;
+// scores: packing (by policy), spread, preemption cost, locality, priority
+// mix, soft constraints, each with its weight (weight 0 leaves it out).
+Profile DefaultProfile(const Options& options);
 
 }  // namespace herd::sched

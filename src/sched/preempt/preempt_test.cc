@@ -21,7 +21,7 @@ class PreemptTest : public ::testing::Test {
   std::vector<std::string> Victims(int32_t prio, int64_t cpu) {
     ResourceVector need{.cpu_millis = cpu, .memory_bytes = 1 << 20};
     const cell::Machine& m = *s_.FindMachine("m");
-    auto p = FindVictims(prio, need, m.Free(), m, evicted_);
+    auto p = FindVictims(prio, IsProd(prio), need, m.FreeFor(prio), m, evicted_);
     std::vector<std::string> out;
     if (!p) return {"none"};
     for (const cell::Task* t : p->victims) out.push_back(t->job->spec.name());
@@ -35,14 +35,11 @@ TEST_F(PreemptTest, LowestPriorityFirstAndOnlyWhatIsNeeded) {
   Run("free", 0, 1000);
   Run("batch", 100, 1000);
   Run("mid", 116, 2000);
-  // Needs 1000m: the priority-0 task is enough.
   EXPECT_EQ(Victims(200, 1000), (std::vector<std::string>{"free"}));
-  // Needs 2000m: free + batch (both lower than mid), not mid.
   EXPECT_EQ(Victims(200, 2000), (std::vector<std::string>{"free", "batch"}));
-  // Needs 3000m: free(1000)+batch(1000) is not enough, mid(2000) is needed;
-  // then batch is given back since free+mid suffice.
+  // free(1000)+batch(1000) is not enough, mid(2000) is needed; then batch is
+  // given back since free+mid suffice.
   EXPECT_EQ(Victims(200, 3000), (std::vector<std::string>{"free", "mid"}));
-  // A task may only evict strictly lower priorities.
   EXPECT_EQ(Victims(100, 1000), (std::vector<std::string>{"free"}));
   EXPECT_EQ(Victims(100, 2000), (std::vector<std::string>{"none"}));
 }
@@ -53,15 +50,20 @@ TEST_F(PreemptTest, ProductionNeverPreemptsProduction) {
   EXPECT_EQ(Victims(400, 1000), (std::vector<std::string>{"prod"}));  // monitoring may
 }
 
-TEST_F(PreemptTest, AlreadyEvictedTasksAreNotChosenTwice) {
+TEST_F(PreemptTest, AlreadyEvictedTasksAreNotChosenTwiceAndFreedIsReported) {
   Run("a", 0, 2000);
   Run("b", 0, 2000);
-  evicted_.insert(s_.FindTask("alice/a", 0));
+  const cell::Task* a = s_.FindTask("alice/a", 0);
+  evicted_.insert(a);
   ResourceVector need{.cpu_millis = 2000, .memory_bytes = 1 << 20};
   const cell::Machine& m = *s_.FindMachine("m");
-  auto p = FindVictims(200, need, m.Free() + s_.FindTask("alice/a", 0)->resources, m, evicted_);
+  auto p = FindVictims(200, true, need, m.Free() + a->resources, m, evicted_);
   ASSERT_TRUE(p.has_value());
   EXPECT_TRUE(p->victims.empty());  // a's room is already free
+  auto q = FindVictims(200, true, ResourceVector{.cpu_millis = 4000}, m.Free() + a->resources, m, evicted_);
+  ASSERT_TRUE(q.has_value());
+  ASSERT_EQ(q->victims.size(), 1u);
+  EXPECT_EQ(q->freed.cpu_millis, 2000);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ namespace {
 constexpr absl::string_view kJobFields[] = {
     "name",        "user",      "priority",  "tasks",         "command",          "args",
     "env",         "workdir",   "resources", "constraints",   "soft_constraints", "restart",
-    "grace_period", "appclass", "labels",    "overrides"};
+    "grace_period", "appclass", "labels",    "overrides",     "different_machines", "max_per_domain"};
 constexpr absl::string_view kJobResourceFields[] = {"cpu", "memory", "disk", "ports", "gpu", "extended"};
 constexpr absl::string_view kOverrideResourceFields[] = {"cpu", "memory", "disk", "gpu", "extended"};
 constexpr absl::string_view kConstraintFields[] = {"attribute", "op", "value", "values", "soft", "weight"};
@@ -128,6 +128,21 @@ v1::JobSpec JobReader::Read(const YAML::Node& node) {
   }
   if (auto v = get("labels")) StringMap(*v, spec.mutable_labels());
   if (auto v = get("overrides")) ReadOverrides(*v, &spec);
+  if (auto v = get("different_machines")) {
+    if (auto b = Bool(*v)) spec.set_different_machines(*b);
+  }
+  if (auto v = get("max_per_domain")) {
+    if (std::optional<Fields> df = Map(*v, {}, "a map of machine attributes to task counts, e.g. {rack: 2}")) {
+      for (const Entry& item : df->entries()) {
+        Value iv = ValueOf(item, v->path);
+        if (item.value.IsNull()) {
+          Error(iv, "expected a count, got nothing");
+        } else if (auto n = Int(iv, kMaxTasks)) {
+          (*spec.mutable_max_per_domain())[item.key] = static_cast<int32_t>(*n);
+        }
+      }
+    }
+  }
   return spec;
 }
 

@@ -1,19 +1,36 @@
 #include "sched/plugins/filter/filters.h"
 
-#include "absl/strings/str_cat.h"
 #include "cell/constraints.h"
+#include "sched/framework/pass_context.h"
 
 namespace herd::sched {
 
-FilterResult MachineUpFilter::Filter(const TaskRequest& req, const MachineView& m) const {
+FilterResult MachineUpFilter::Filter(const PassContext&, const TaskClass&, const MachineView& m) const {
   if (m.machine->state != v1::Machine::UP) return {ReasonCode::kMachineDown, ""};
   return FilterResult::Ok();
 }
 
-FilterResult ConstraintFilter::Filter(const TaskRequest& req, const MachineView& m) const {
-  for (const v1::Constraint& c : req.job->spec.constraints()) {
-    if (!c.soft() && !cell::Matches(c, m.machine->attributes)) {
-      return {ReasonCode::kConstraint, cell::Describe(c)};
+FilterResult CrashAvoidFilter::Filter(const PassContext& ctx, const TaskClass& cls, const MachineView& m) const {
+  if (cls.only_task != nullptr && cls.only_task->AvoidsMachine(m.machine->name, ctx.now_ms())) {
+    return {ReasonCode::kCrashedHere, ""};
+  }
+  return FilterResult::Ok();
+}
+
+FilterResult ConstraintFilter::Filter(const PassContext&, const TaskClass& cls, const MachineView& m) const {
+  for (size_t i = 0; i < cls.hard.size(); ++i) {
+    if (!cell::Matches(*cls.hard[i], m.machine->attributes)) return {ReasonCode::kConstraint, cls.hard_text[i]};
+  }
+  return FilterResult::Ok();
+}
+
+FilterResult DomainLimitFilter::Filter(const PassContext& ctx, const TaskClass& cls, const MachineView& m) const {
+  if (cls.max_per_machine > 0 && ctx.CountIn(cls.job, 0, m.domain[0]) >= cls.max_per_machine) {
+    return {ReasonCode::kDifferentMachines, ""};
+  }
+  for (const auto& [domain, max] : cls.domain_max) {
+    if (m.domain[domain] >= 0 && ctx.CountIn(cls.job, domain, m.domain[domain]) >= max) {
+      return {ReasonCode::kDomainLimit, ""};
     }
   }
   return FilterResult::Ok();
@@ -30,8 +47,8 @@ FilterResult ResourceFilter::Fit(const ResourceVector& need, const ResourceVecto
   return FilterResult::Ok();
 }
 
-FilterResult ResourceFilter::Filter(const TaskRequest& req, const MachineView& m) const {
-  return Fit(req.resources, m.free);
+FilterResult ResourceFilter::Filter(const PassContext&, const TaskClass& cls, const MachineView& m) const {
+  return Fit(cls.need(), m.FreeFor(cls));
 }
 
 }  // namespace herd::sched

@@ -1,26 +1,115 @@
 #include "sched/plugins/score/scores.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "base/priority.h"
+#include "cell/constraints.h"
+#include "sched/framework/pass_context.h"
+#include "sched/preempt/preempt.h"
 
 namespace herd::sched {
+namespace {
 
-double UtilisationAfter(const TaskRequest& req, const MachineView& m) {
+double Frac(int64_t part, int64_t whole) {
+  if (whole <= 0) return 1.0;
+  return std::clamp(static_cast<double>(part) / static_cast<double>(whole), 0.0, 1.0);
+}
+
+// E-PVM's convex per-resource cost.
+constexpr double kEpvmBase = 64.0;
+double EpvmCost(double u) { return (std::pow(kEpvmBase, u) - 1.0) / (kEpvmBase - 1.0); }
+
+}  // namespace
+
+void PackingScore::Utilisation(const MachineView& m, const ResourceVector& free, const ResourceVector& need,
+                               double* cpu, double* mem) {
   const ResourceVector& cap = m.machine->capacity;
-  auto frac = [](int64_t used, int64_t cap) {
-    if (cap <= 0) return 1.0;
-    return std::clamp(static_cast<double>(used) / static_cast<double>(cap), 0.0, 1.0);
-  };
-  double cpu = frac(cap.cpu_millis - m.free.cpu_millis + req.resources.cpu_millis, cap.cpu_millis);
-  double mem = frac(cap.memory_bytes - m.free.memory_bytes + req.resources.memory_bytes, cap.memory_bytes);
-  return (cpu + mem) / 2;
+  *cpu = 1.0 - Frac(free.cpu_millis - need.cpu_millis, cap.cpu_millis);
+  *mem = 1.0 - Frac(free.memory_bytes - need.memory_bytes, cap.memory_bytes);
 }
 
-double BestFitScore::Score(const TaskRequest& req, const MachineView& m) const {
-  return 100.0 * UtilisationAfter(req, m);
+double PackingScore::Stranded(double free_cpu, double free_mem, double shape) {
+  // Typical tasks use `shape` units of CPU fraction per unit of memory
+  // fraction; they can fill the machine until one resource runs out, and
+  // what is left of the other is stranded.
+  if (shape <= 0) shape = 1.0;
+  double mem_usable = std::min(free_mem, free_cpu / shape);
+  return (free_cpu - shape * mem_usable) + (free_mem - mem_usable);
 }
 
-double WorstFitScore::Score(const TaskRequest& req, const MachineView& m) const {
-  return 100.0 * (1.0 - UtilisationAfter(req, m));
+double PackingScore::Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m,
+                           const Preemption* p) const {
+  ResourceVector free = m.FreeFor(cls);
+  if (p != nullptr) free += p->freed;
+  const ResourceVector& need = cls.need();
+  double uc, um;
+  Utilisation(m, free, need, &uc, &um);
+  switch (policy_) {
+    case PackingPolicy::kBestFit:
+      return 100.0 * (uc + um) / 2;
+    case PackingPolicy::kWorstFit: {
+      const ResourceVector& cap = m.machine->capacity;
+      double bc = 1.0 - Frac(free.cpu_millis, cap.cpu_millis), bm = 1.0 - Frac(free.memory_bytes, cap.memory_bytes);
+      double marginal = EpvmCost(uc) - EpvmCost(bc) + EpvmCost(um) - EpvmCost(bm);
+      // The largest possible marginal cost for this task: on a machine
+      // otherwise full.
+      double nc = Frac(need.cpu_millis, cap.cpu_millis), nm = Frac(need.memory_bytes, cap.memory_bytes);
+      double worst = (1.0 - EpvmCost(1.0 - nc)) + (1.0 - EpvmCost(1.0 - nm));
+      if (worst <= 0) return 100.0;
+      return 100.0 * std::clamp(1.0 - marginal / worst, 0.0, 1.0);
+    }
+    case PackingPolicy::kHybrid: {
+      double fill = (uc + um) / 2;
+      double stranded = Stranded(1.0 - uc, 1.0 - um, ctx.shape_cpu_per_mem());
+      return 100.0 * std::clamp((fill - stranded + 1.0) / 2.0, 0.0, 1.0);
+    }
+  }
+  return 0;
+}
+
+double SpreadScore::Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m,
+                          const Preemption*) const {
+  if (cls.job->spec.task_count() <= 1) return 100.0;
+  double sum = 1.0 / (1.0 + ctx.CountIn(cls.job, 0, m.domain[0]));
+  int n = 1;
+  for (int d : ctx.spread_domains()) {
+    if (m.domain[d] < 0) continue;
+    sum += 1.0 / (1.0 + ctx.CountIn(cls.job, d, m.domain[d]));
+    ++n;
+  }
+  return 100.0 * sum / n;
+}
+
+double PreemptCostScore::Score(const PassContext&, const TaskClass&, const MachineView&, const Preemption* p) const {
+  if (p == nullptr || p->victims.empty()) return 100.0;
+  double prio = static_cast<double>(p->max_priority + 1) / (kMaxPriority + 1);
+  double count = std::min(1.0, static_cast<double>(p->victims.size()) / 16.0);
+  return 100.0 * std::clamp(1.0 - (0.7 * prio + 0.3 * count), 0.0, 1.0);
+}
+
+double LocalityScore::Score(const PassContext&, const TaskClass& cls, const MachineView& m, const Preemption*) const {
+  if (cls.packages.empty()) return 100.0;
+  int have = 0;
+  for (const std::string& p : cls.packages) have += m.machine->HasPackage(p);
+  return 100.0 * have / static_cast<double>(cls.packages.size());
+}
+
+double PriorityMixScore::Score(const PassContext&, const TaskClass& cls, const MachineView& m,
+                               const Preemption*) const {
+  int64_t total = m.prod_cpu + m.nonprod_cpu;
+  if (total <= 0) return 50.0;
+  return 100.0 * static_cast<double>(cls.prod ? m.nonprod_cpu : m.prod_cpu) / static_cast<double>(total);
+}
+
+double SoftConstraintScore::Score(const PassContext&, const TaskClass& cls, const MachineView& m,
+                                  const Preemption*) const {
+  if (cls.soft_weight_total <= 0) return 100.0;
+  int64_t met = 0;
+  for (const v1::Constraint* c : cls.soft) {
+    if (cell::Matches(*c, m.machine->attributes)) met += std::max(1, c->weight());
+  }
+  return 100.0 * static_cast<double>(met) / static_cast<double>(cls.soft_weight_total);
 }
 
 }  // namespace herd::sched

@@ -1,28 +1,76 @@
-// The built-in score plugins.
+// The built-in score plugins. Each returns 0-100; the profile weighs them.
 #pragma once
 
+#include "sched/framework/options.h"
+#include "base/resources.h"
 #include "sched/framework/plugin.h"
 
 namespace herd::sched {
 
-// Mean utilisation of CPU and memory after the placement, as a fraction of
-// capacity: 0 on an empty machine, 1 when full.
-double UtilisationAfter(const TaskRequest& req, const MachineView& m);
-
-// Best fit: prefers the machine left fullest (packs tightly, keeps whole
-// machines free for large tasks).
-class BestFitScore final : public ScorePlugin {
+// Packing by policy:
+//  worst fit -- E-PVM (Amir et al.): a convex cost per resource,
+//    (A^u - 1)/(A - 1) for utilisation u; prefers the machine whose cost rises
+//    least, which spreads load and leaves headroom (and fragments);
+//  best fit  -- the machine left fullest (mean CPU and memory utilisation);
+//  hybrid    -- best fit minus the capacity the placement would strand: free
+//    CPU that a task of the cell's typical CPU:memory shape could not use for
+//    lack of memory, or the reverse (Borg §3.2).
+class PackingScore final : public ScorePlugin {
  public:
-  absl::string_view Name() const override { return "best-fit"; }
-  double Score(const TaskRequest& req, const MachineView& m) const override;
+  explicit PackingScore(PackingPolicy policy) : policy_(policy) {}
+  absl::string_view Name() const override { return PackingPolicyName(policy_); }
+  double Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m, const Preemption* p) const override;
+
+  // Utilisation of CPU and memory after placing `need` into `free`.
+  static void Utilisation(const MachineView& m, const ResourceVector& free, const ResourceVector& need, double* cpu,
+                          double* mem);
+  // Stranded capacity (as a fraction of the machine, CPU + memory) when a
+  // machine has these free fractions and tasks have `shape` CPU per memory.
+  static double Stranded(double free_cpu, double free_mem, double shape);
+
+ private:
+  PackingPolicy policy_;
 };
 
-// Worst fit (E-PVM-like): prefers the emptiest machine (spreads load, leaves
-// headroom for spikes, fragments more).
-class WorstFitScore final : public ScorePlugin {
+// Spreads a job across failure domains: the machine itself and each spread
+// domain (rack, power...); fewer of the job's tasks already in the machine's
+// domain is better.
+class SpreadScore final : public ScorePlugin {
  public:
-  absl::string_view Name() const override { return "worst-fit"; }
-  double Score(const TaskRequest& req, const MachineView& m) const override;
+  absl::string_view Name() const override { return "spread"; }
+  double Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m, const Preemption* p) const override;
+  bool DependsOnJobPlacements() const override { return true; }
+};
+
+// Fewer and lower-priority victims are better; no preemption scores 100.
+class PreemptCostScore final : public ScorePlugin {
+ public:
+  absl::string_view Name() const override { return "preempt-cost"; }
+  double Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m, const Preemption* p) const override;
+};
+
+// Machines that already cache the task's packages start it sooner.
+class LocalityScore final : public ScorePlugin {
+ public:
+  absl::string_view Name() const override { return "locality"; }
+  double Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m, const Preemption* p) const override;
+};
+
+// Mixes high and low priority on a machine, so production work can expand
+// into batch's room in a load spike (Borg §3.2): prefers machines where the
+// other kind holds more of the CPU.
+class PriorityMixScore final : public ScorePlugin {
+ public:
+  absl::string_view Name() const override { return "priority-mix"; }
+  double Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m, const Preemption* p) const override;
+};
+
+// Soft constraints with weights (Torca's Rank): the share of the weight of
+// the soft constraints the machine meets.
+class SoftConstraintScore final : public ScorePlugin {
+ public:
+  absl::string_view Name() const override { return "soft-constraints"; }
+  double Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m, const Preemption* p) const override;
 };
 
 }  // namespace herd::sched

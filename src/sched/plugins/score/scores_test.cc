@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/framework/pass_context.h"
+#include "sched/preempt/preempt.h"
 #include "testing/builders.h"
 
 namespace herd::sched {
@@ -9,23 +11,107 @@ namespace {
 
 using namespace herd::testing;  // NOLINT
 
-TEST(Scores, BestFitPrefersFullerWorstFitEmptier) {
-  cell::CellState s;
-  ASSERT_TRUE(s.Apply(Register(MachineBuilder("empty").Cpu(4000).Memory(4LL << 30).Build())).ok());
-  ASSERT_TRUE(s.Apply(Register(MachineBuilder("half").Cpu(4000).Memory(4LL << 30).Build())).ok());
-  ASSERT_TRUE(s.Apply(Submit(JobBuilder("filler").Cpu(2000).Memory(2LL << 30).Build())).ok());
-  ASSERT_TRUE(s.Apply(Schedule("alice/filler", 0, "half")).ok());
-  ASSERT_TRUE(s.Apply(Submit(JobBuilder("x").Cpu(1000).Memory(1LL << 30).Build())).ok());
-  const cell::Task* t = s.FindTask("alice/x", 0);
-  TaskRequest req{t, t->job, t->priority(), t->resources};
-  MachineView empty{s.FindMachine("empty"), s.FindMachine("empty")->Free()};
-  MachineView half{s.FindMachine("half"), s.FindMachine("half")->Free()};
-  BestFitScore best;
-  WorstFitScore worst;
-  EXPECT_DOUBLE_EQ(best.Score(req, empty), 25.0);
-  EXPECT_DOUBLE_EQ(best.Score(req, half), 75.0);
-  EXPECT_GT(worst.Score(req, empty), worst.Score(req, half));
-  EXPECT_DOUBLE_EQ(UtilisationAfter(req, half), 0.75);
+class ScoresTest : public ::testing::Test {
+ protected:
+  void Apply(v1::Mutation m) { ASSERT_TRUE(state_.Apply(m).ok()) << m.DebugString(); }
+  void Place(const std::string& name, int32_t prio, int64_t cpu, int64_t mem, const std::string& machine) {
+    Apply(Submit(JobBuilder(name).Priority(prio).Cpu(cpu).Memory(mem).Build()));
+    Apply(Schedule("alice/" + name, 0, machine));
+  }
+  TaskClass Class(const v1::JobSpec& spec) {
+    if (state_.FindJob(spec.user() + "/" + spec.name()) == nullptr) Apply(Submit(spec));
+    ctx_ = std::make_unique<PassContext>(state_, options_, 0);
+    return MakeClass(*ctx_, state_.FindTask(spec.user() + "/" + spec.name(), 0), true);
+  }
+  const MachineView& View(const std::string& name) { return ctx_->views()[state_.FindMachine(name)->order]; }
+  double S(const ScorePlugin& p, const TaskClass& c, const std::string& m) { return p.Score(*ctx_, c, View(m), nullptr); }
+
+  cell::CellState state_;
+  Options options_;
+  std::unique_ptr<PassContext> ctx_;
+};
+
+TEST_F(ScoresTest, PackingPolicies) {
+  Apply(Register(MachineBuilder("empty").Cpu(4000).Memory(4LL << 30).Build()));
+  Apply(Register(MachineBuilder("half").Cpu(4000).Memory(4LL << 30).Build()));
+  Place("filler", 100, 2000, 2LL << 30, "half");
+  TaskClass c = Class(JobBuilder("x").Cpu(1000).Memory(1LL << 30).Build());
+  PackingScore best(PackingPolicy::kBestFit), worst(PackingPolicy::kWorstFit);
+  EXPECT_DOUBLE_EQ(S(best, c, "empty"), 25.0);
+  EXPECT_DOUBLE_EQ(S(best, c, "half"), 75.0);
+  EXPECT_GT(S(worst, c, "empty"), S(worst, c, "half"));
+  EXPECT_LE(S(worst, c, "half"), 100.0);
+  EXPECT_GE(S(worst, c, "half"), 0.0);
+}
+
+TEST_F(ScoresTest, HybridAvoidsStrandingWhereBestFitDoesNot) {
+  // "lopsided" has little memory left: a CPU-light, memory-heavy task there
+  // leaves its CPU stranded. "balanced" is emptier but keeps its shape.
+  Apply(Register(MachineBuilder("lopsided").Cpu(4000).Memory(4LL << 30).Build()));
+  Apply(Register(MachineBuilder("balanced").Cpu(4000).Memory(4LL << 30).Build()));
+  Place("memhog", 100, 200, 3LL << 30, "lopsided");
+  Place("even", 100, 1200, 1LL << 30, "balanced");
+  TaskClass c = Class(JobBuilder("x").Cpu(100).Memory(900LL << 20).Build());
+  PackingScore best(PackingPolicy::kBestFit), hybrid(PackingPolicy::kHybrid);
+  EXPECT_GT(S(best, c, "lopsided"), S(best, c, "balanced"));
+  EXPECT_LT(S(hybrid, c, "lopsided"), S(hybrid, c, "balanced"));
+  EXPECT_NEAR(PackingScore::Stranded(0.5, 0.5, 1.0), 0.0, 1e-9);
+  EXPECT_NEAR(PackingScore::Stranded(0.9, 0.1, 1.0), 0.8, 1e-9);
+  EXPECT_NEAR(PackingScore::Stranded(0.1, 0.9, 1.0), 0.8, 1e-9);
+}
+
+TEST_F(ScoresTest, SpreadPrefersDomainsWithFewerOfTheJob) {
+  Apply(Register(MachineBuilder("a1").Attr("rack", "ra").Build()));
+  Apply(Register(MachineBuilder("a2").Attr("rack", "ra").Build()));
+  Apply(Register(MachineBuilder("b1").Attr("rack", "rb").Build()));
+  Apply(Submit(JobBuilder("svc").Tasks(3).Build()));
+  Apply(Schedule("alice/svc", 0, "a1"));
+  TaskClass c = Class(state_.FindJob("alice/svc")->spec);
+  ctx_->Placements(c.job);
+  SpreadScore s;
+  EXPECT_GT(S(s, c, "b1"), S(s, c, "a2"));  // other rack
+  EXPECT_GT(S(s, c, "a2"), S(s, c, "a1"));  // other machine
+  EXPECT_TRUE(s.DependsOnJobPlacements());
+}
+
+TEST_F(ScoresTest, PreemptCostPrefersFewerAndLowerVictims) {
+  Apply(Register(MachineBuilder("m").Build()));
+  TaskClass c = Class(JobBuilder("x").Priority(300).Build());
+  PreemptCostScore s;
+  Preemption none, low, high, many;
+  cell::Task t0;
+  low.max_priority = 10;
+  low.victims = {&t0};
+  high.max_priority = 200;
+  high.victims = {&t0};
+  many.max_priority = 10;
+  many.victims = {&t0, &t0, &t0, &t0, &t0, &t0, &t0, &t0};
+  const MachineView& m = View("m");
+  EXPECT_EQ(s.Score(*ctx_, c, m, nullptr), 100.0);
+  EXPECT_EQ(s.Score(*ctx_, c, m, &none), 100.0);
+  EXPECT_GT(s.Score(*ctx_, c, m, &low), s.Score(*ctx_, c, m, &high));
+  EXPECT_GT(s.Score(*ctx_, c, m, &low), s.Score(*ctx_, c, m, &many));
+}
+
+TEST_F(ScoresTest, LocalityMixAndSoftConstraints) {
+  Apply(Register(MachineBuilder("cached").Package("abc").Attr("ssd", "yes").Build()));
+  Apply(Register(MachineBuilder("cold").Build()));
+  Place("batch", 100, 1000, 1 << 20, "cold");
+  Place("svc", 200, 1000, 1 << 20, "cached");
+  TaskClass c = Class(JobBuilder("x").Priority(200).Package("server", "abc")
+                          .Constraint("ssd", v1::Constraint::EXISTS, {}, /*soft=*/true, 5)
+                          .Build());
+  LocalityScore loc;
+  PriorityMixScore mix;
+  SoftConstraintScore soft;
+  EXPECT_EQ(S(loc, c, "cached"), 100.0);
+  EXPECT_EQ(S(loc, c, "cold"), 0.0);
+  EXPECT_GT(S(mix, c, "cold"), S(mix, c, "cached"));  // prod likes batch neighbours
+  EXPECT_EQ(S(soft, c, "cached"), 100.0);
+  EXPECT_EQ(S(soft, c, "cold"), 0.0);
+  TaskClass plain = Class(JobBuilder("y").Build());
+  EXPECT_EQ(S(loc, plain, "cold"), 100.0);  // neutral without packages
+  EXPECT_EQ(S(soft, plain, "cold"), 100.0);
 }
 
 }  // namespace

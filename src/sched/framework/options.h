@@ -1,0 +1,67 @@
+// Scheduler options: the packing policy, the queue order, the weights of the
+// score plugins and the scalability techniques (each can be switched off to
+// measure what it buys, as Borg §3.4 did).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace herd::sched {
+
+enum class PackingPolicy {
+  kWorstFit,  // E-PVM-like single cost: spreads load, leaves headroom, fragments
+  kBestFit,   // fills machines as tightly as possible
+  kHybrid,    // best fit that avoids stranding resources (Borg's current model)
+};
+absl::StatusOr<PackingPolicy> ParsePackingPolicy(absl::string_view name);
+absl::string_view PackingPolicyName(PackingPolicy p);
+
+// The order of users' tasks within one priority.
+enum class QueueOrder {
+  kRoundRobin,  // users take turns (Borg §3.2)
+  kDrf,         // the user with the lowest dominant resource share first (Mesos)
+};
+absl::StatusOr<QueueOrder> ParseQueueOrder(absl::string_view name);
+
+struct Weights {
+  double packing = 1.0;
+  double spread = 0.5;
+  double preempt_cost = 10.0;
+  double locality = 0.5;
+  double priority_mix = 0.2;
+  double soft_constraints = 1.0;
+};
+
+struct Options {
+  PackingPolicy policy = PackingPolicy::kHybrid;
+  QueueOrder order = QueueOrder::kRoundRobin;
+  bool preemption = true;
+  Weights weights;
+  // Failure domains to spread a job across (machine attributes); the machine
+  // itself is always one.
+  std::vector<std::string> spread_domains = {"rack", "power"};
+
+  // Scalability techniques.
+  bool equivalence_classes = true;    // one feasibility/score computation per group of identical tasks
+  bool score_cache = true;            // keep scores until the machine or task changes
+  bool relaxed_randomization = true;  // examine machines in random order until enough fit
+  // With relaxed randomization: how many feasible machines to find before
+  // picking the best of them (more are sought when those fill up).
+  int32_t enough_feasible = 48;
+  // A machine's cached score is kept while its free CPU and memory moved by
+  // less than this fraction of its capacity ("ignoring small changes").
+  double small_change = 0.02;
+
+  // Stop after this many tasks considered in one pass (0 = no limit).
+  int64_t max_tasks_per_pass = 0;
+  // Machines examined for preemption per task, at most.
+  int32_t max_preemption_candidates = 256;
+  uint64_t seed = 1;
+  std::string name = "scheduler";
+};
+
+}  // namespace herd::sched

@@ -1,0 +1,119 @@
+// What one scheduling pass works with: the machines as this pass sees them
+// (MachineView: the cell's machine plus what the pass already placed on it or
+// evicted from it), the equivalence classes being placed (TaskClass), and
+// where each job's tasks are, per failure domain (for spreading and limits).
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "base/resources.h"
+#include "cell/cell_state.h"
+#include "sched/framework/options.h"
+
+namespace herd::sched {
+
+// One equivalence class: tasks of one job with the same resources (and, for
+// tasks with their own avoid list, a class of one).
+struct TaskClass {
+  const cell::Job* job = nullptr;
+  const cell::Task* only_task = nullptr;  // set for a class of one task
+  ResourceVector limit;                   // what production placements count
+  ResourceVector reservation;             // what non-production placements count
+  int32_t priority = 0;
+  bool prod = false;
+  std::vector<const v1::Constraint*> hard;
+  std::vector<std::string> hard_text;  // Describe() of each hard constraint
+  std::vector<const v1::Constraint*> soft;
+  int64_t soft_weight_total = 0;
+  int32_t max_per_machine = 0;                     // 0 = no limit
+  std::vector<std::pair<int, int32_t>> domain_max;  // (domain index, max per value)
+  std::vector<std::string> packages;                // sha256 of the task's packages
+  int64_t pending = 0;                              // tasks of the class in this pass's queue
+
+  // What this class's placement subtracts from a machine's free vector.
+  const ResourceVector& need() const { return prod ? limit : reservation; }
+};
+
+struct MachineView {
+  const cell::Machine* machine = nullptr;
+  int32_t index = 0;
+  ResourceVector free_prod;     // capacity - others' limits
+  ResourceVector free_nonprod;  // capacity - others' reservations
+  int64_t prod_cpu = 0, nonprod_cpu = 0;  // CPU held by prod / non-prod tasks
+  int32_t min_priority = INT32_MAX;       // lowest priority running here
+  uint32_t version = 0;                   // bumps whenever this pass changes it
+  std::vector<int32_t> domain;            // value id per PassContext domain (-1: none)
+
+  const ResourceVector& FreeFor(const TaskClass& c) const { return c.prod ? free_prod : free_nonprod; }
+};
+
+// Where a job's tasks are (running in the cell + placed in this pass).
+struct JobPlacements {
+  absl::flat_hash_map<uint64_t, int32_t> per_domain;  // (domain << 32 | value) -> tasks
+  uint32_t version = 0;                                // bumps on each placement
+};
+
+class PassContext {
+ public:
+  PassContext(const cell::CellState& state, const Options& options, int64_t now_ms);
+
+  const cell::CellState& state() const { return state_; }
+  const Options& options() const { return options_; }
+  int64_t now_ms() const { return now_ms_; }
+
+  std::vector<MachineView>& views() { return views_; }
+  const std::vector<MachineView>& views() const { return views_; }
+
+  // Failure domains: index 0 is the machine itself; then the spread domains
+  // and every attribute a job limits tasks per (max_per_domain).
+  int DomainIndex(absl::string_view attribute);  // adds it if new
+  int FindDomain(absl::string_view attribute) const;  // -1 if unknown
+  size_t domain_count() const { return domains_.size(); }
+  const std::vector<int>& spread_domains() const { return spread_; }
+
+  // Where `job`'s tasks are (built on first use, also from const code: it
+  // is a cache of what the cell and this pass already say).
+  JobPlacements& Placements(const cell::Job* job) const;
+  // Nullptr if not built yet (then nothing was placed for it in this pass).
+  const JobPlacements* FindPlacements(const cell::Job* job) const;
+  int32_t CountIn(const cell::Job* job, int domain, int32_t value) const;
+
+  // Records a placement (or, count = -1, an eviction) of `job` on `m`.
+  void Count(const cell::Job* job, const MachineView& m, int delta);
+
+  // Cell-wide CPU per byte of memory requested (for the hybrid policy's
+  // notion of a typical task shape), normalised by capacity.
+  double shape_cpu_per_mem() const { return shape_; }
+
+  absl::flat_hash_set<const cell::Task*>& evicted() { return evicted_; }
+
+ private:
+  int32_t InternValue(int domain, absl::string_view value);
+  void FillDomain(int domain);
+
+  const cell::CellState& state_;
+  const Options& options_;
+  const int64_t now_ms_;
+  std::vector<MachineView> views_;
+  std::vector<std::string> domains_;
+  std::vector<absl::flat_hash_map<std::string, int32_t>> values_;
+  std::vector<int> spread_;
+  mutable absl::flat_hash_map<const cell::Job*, JobPlacements> jobs_;
+  absl::flat_hash_set<const cell::Task*> evicted_;
+  double shape_ = 1.0;
+};
+
+// The equivalence class of `t`: shared by the tasks of its job with the same
+// resources, or (shared = false) of `t` alone.
+TaskClass MakeClass(const PassContext& ctx, const cell::Task* t, bool shared);
+
+inline uint64_t DomainKey(int domain, int32_t value) {
+  return (static_cast<uint64_t>(domain) << 32) | static_cast<uint32_t>(value);
+}
+
+}  // namespace herd::sched
