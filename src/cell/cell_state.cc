@@ -22,8 +22,6 @@ void EventRec::ToProto(v1::Event* out) const {
   out->set_machine(machine);
 }
 
-int32_t Task::priority() const { return job->spec.priority(); }
-
 bool Task::AvoidsMachine(absl::string_view machine, int64_t now_ms) const {
   for (const auto& [name, until] : avoid) {
     if (name == machine && until > now_ms) return true;
@@ -148,6 +146,11 @@ ResourceVector CellState::Usage(absl::string_view user, Band band) const {
 const std::vector<std::string>* CellState::FindRequest(absl::string_view request_id) const {
   auto it = requests_.find(request_id);
   return it == requests_.end() ? nullptr : &it->second;
+}
+
+int64_t CellState::placed_revision(int32_t priority) const {
+  if (priority < 0) return 0;
+  return placed_revision_[std::min<int32_t>(priority, kMaxPriority)];
 }
 
 int64_t CellState::task_count(v1::Task::State s) const {
@@ -413,6 +416,9 @@ void CellState::Place(Task* t, Machine* mach, Effects* fx) {
   mach->allocated += t->resources;
   mach->reserved += t->reservation();
   mach->tasks.insert(t);
+  (IsProd(t->priority()) ? mach->prod_cpu : mach->nonprod_cpu) += t->resources.cpu_millis;
+  ++mach->priorities[t->priority()];
+  placed_revision_[std::clamp<int32_t>(t->priority(), 0, kMaxPriority)] = revision_;
   fx->machines.push_back(mach->name);
 }
 
@@ -422,7 +428,12 @@ void CellState::Unplace(Task* t, Effects* fx) {
   mach->allocated -= t->resources;
   mach->reserved -= t->reservation();
   mach->tasks.erase(t);
+  (IsProd(t->priority()) ? mach->prod_cpu : mach->nonprod_cpu) -= t->resources.cpu_millis;
+  if (auto it = mach->priorities.find(t->priority()); it != mach->priorities.end() && --it->second == 0) {
+    mach->priorities.erase(it);
+  }
   t->machine = nullptr;
+  freed_revision_ = revision_;
   fx->machines.push_back(mach->name);
 }
 
@@ -501,6 +512,7 @@ void CellState::ApplySubmit(const v1::Mutation& m, Effects* fx) {
       Task& t = j->tasks[i];
       t.job = j;
       t.index = i;
+      t.priority_ = spec.priority();
       t.state = v1::Task::PENDING;
       t.resources = TaskResources(spec, i);
       t.state_revision = revision_;
@@ -651,6 +663,7 @@ void CellState::ApplyMachineRegistered(const v1::Mutation& m, Effects* fx) {
   mach->packages.erase(std::unique(mach->packages.begin(), mach->packages.end()), mach->packages.end());
   mach->state = v1::Machine::UP;
   mach->state_revision = revision_;
+  freed_revision_ = revision_;
   fx->machines.push_back(mach->name);
 }
 
@@ -678,6 +691,7 @@ void CellState::ApplyMachineUp(const v1::Mutation& m) {
   mach->state = v1::Machine::UP;
   mach->reason = m.machine_up().reason();
   mach->state_revision = revision_;
+  freed_revision_ = revision_;
 }
 
 void CellState::ApplyQuota(const v1::Mutation& m) {

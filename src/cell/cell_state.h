@@ -13,7 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <climits>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,7 +72,8 @@ struct Task {
   // Machines not to place this task on again before the given time.
   std::vector<std::pair<std::string, int64_t>> avoid;
 
-  int32_t priority() const;
+  int32_t priority() const { return priority_; }
+  int32_t priority_ = 0;  // the job's, cached (read on every scheduler hot path)
   // The master's estimate of what the task really uses. Non-production work
   // is scheduled against others' reservations, production against limits.
   // Equal to the limit until the reclamation issue estimates it.
@@ -111,6 +114,13 @@ struct Machine {
   ResourceVector allocated;  // sum of the limits of tasks placed here
   ResourceVector reserved;   // sum of the reservations of tasks placed here
   std::vector<std::string> packages;  // sha256 of cached packages, sorted
+  // Kept in step with `tasks` so the scheduler need not walk them: CPU held
+  // by production and non-production tasks, and how many tasks of each
+  // priority run here (its first key is the lowest priority present).
+  int64_t prod_cpu = 0;
+  int64_t nonprod_cpu = 0;
+  std::map<int32_t, int32_t> priorities;
+  int32_t MinPriority() const { return priorities.empty() ? INT32_MAX : priorities.begin()->first; }
   absl::btree_set<Task*, TaskKeyOrder> tasks;  // running here, by (job id, index)
   std::string reason;
   int64_t state_revision = 0;
@@ -175,6 +185,15 @@ class CellState {
   // Counts for summaries.
   int64_t task_count(v1::Task::State s) const;
 
+  // For incremental scheduling: the last revision at which capacity was
+  // freed anywhere (a task left a machine, a machine joined or came back),
+  // and at which a task of each priority was placed. A task that could not
+  // fit at revision R still cannot unless capacity was freed since, or (if it
+  // may preempt) a lower-priority task was placed since. Derived, not
+  // persisted: after a restore both read as the snapshot's revision.
+  int64_t freed_revision() const { return freed_revision_; }
+  int64_t placed_revision(int32_t priority) const;
+
   v1::CellSnapshot ToSnapshot() const;
   static absl::StatusOr<CellState> FromSnapshot(const v1::CellSnapshot& snapshot);
 
@@ -226,6 +245,8 @@ class CellState {
   absl::flat_hash_map<std::string, std::vector<std::string>> requests_;
   std::deque<std::string> request_order_;  // oldest first, bounded
   int64_t task_counts_[4] = {0, 0, 0, 0};
+  int64_t freed_revision_ = 0;
+  std::vector<int64_t> placed_revision_ = std::vector<int64_t>(kMaxPriority + 1, 0);
   int64_t machine_seq_ = 0;
 
   static constexpr size_t kMaxRequestIds = 100'000;

@@ -1,4 +1,6 @@
 // CellState::CheckInvariants: the facts every reachable state satisfies.
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
 #include "cell/cell_state.h"
@@ -58,6 +60,15 @@ absl::Status CellState::CheckInvariants() const {
     if (!(a == m->allocated)) return fail("machine ", m->name, " allocated ", m->allocated.ToString(), " != ", a.ToString());
     ResourceVector r = reserved.count(m) ? reserved[m] : ResourceVector{};
     if (!(r == m->reserved)) return fail("machine ", m->name, " reserved ", m->reserved.ToString(), " != ", r.ToString());
+    int64_t prod = 0, nonprod = 0;
+    std::map<int32_t, int32_t> prios;
+    for (const Task* t : m->tasks) {
+      (IsProd(t->priority()) ? prod : nonprod) += t->resources.cpu_millis;
+      ++prios[t->priority()];
+    }
+    if (prod != m->prod_cpu || nonprod != m->nonprod_cpu || prios != m->priorities) {
+      return fail("machine ", m->name, " per-priority aggregates");
+    }
     size_t n = on_machine.count(m) ? on_machine[m] : 0;
     if (n != m->tasks.size()) return fail("machine ", m->name, " task list");
   }

@@ -71,6 +71,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     for (int32_t i = 0; i < pj.spec().task_count(); ++i) {
       j->tasks[i].job = j.get();
       j->tasks[i].index = i;
+      j->tasks[i].priority_ = pj.spec().priority();
       j->tasks[i].state = v1::Task::STATE_UNSPECIFIED;
     }
     if (!c.jobs_.emplace(pj.id(), std::move(j)).second) {
@@ -115,6 +116,8 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
       m->allocated += t->resources;
       m->reserved += t->reservation();
       m->tasks.insert(t);
+      (IsProd(t->priority()) ? m->prod_cpu : m->nonprod_cpu) += t->resources.cpu_millis;
+      ++m->priorities[t->priority()];
     } else {
       ++j->dead;
     }
@@ -131,6 +134,8 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
   for (const v1::SubmitRecord& r : s.requests()) {
     c.RecordRequest(r.request_id(), std::vector<std::string>(r.jobs().begin(), r.jobs().end()));
   }
+  c.freed_revision_ = c.revision_;
+  std::fill(c.placed_revision_.begin(), c.placed_revision_.end(), c.revision_);
   HERD_RETURN_IF_ERROR(c.CheckInvariants());
   return c;
 }

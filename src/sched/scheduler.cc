@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "base/priority.h"
 #include "base/rng.h"
+#include "sched/diagnosis/diagnosis.h"
 #include "cell/constraints.h"
 #include "sched/framework/pass_context.h"
 #include "sched/preempt/preempt.h"
@@ -93,6 +94,15 @@ class ScoreCache {
   };
   absl::flat_hash_map<Key, Value> classes;
   size_t total_entries = 0;
+  // Classes that found no machine, and when: they are not re-examined until
+  // the cell frees capacity (or, if they may preempt, places lower-priority
+  // work) -- what makes an online pass over a backlog cheap.
+  struct Failed {
+    int64_t revision = 0;
+    Diagnosis why;
+    uint64_t pass = 0;
+  };
+  absl::flat_hash_map<Key, Failed> failed;
   static constexpr size_t kMaxEntries = 4'000'000;
 };
 
@@ -107,13 +117,16 @@ class PassRunner {
  private:
   ClassState& ClassFor(const cell::Task* t);
   void SeedFromCache(ClassState& cs);
+  bool StillFails(ClassState& cs);
   void SaveToCache();
   FilterResult EvalStatic(const ClassState& cs, const MachineView& m);
   FilterResult EvalDynamic(const ClassState& cs, const MachineView& m);
   double Score(const ClassState& cs, const MachineView& m, const Preemption* p);
   uint32_t JobVersion(const ClassState& cs) const;
   void Push(ClassState& cs, const MachineView& m, float score);
-  void Scan(ClassState& cs);
+  // Examines machines in the pass's order until `enough` more feasible ones
+  // joined the class's candidates (all machines without relaxed randomization).
+  void Scan(ClassState& cs, size_t enough);
   std::optional<int32_t> Pick(ClassState& cs);
   std::optional<int32_t> PickPreempting(ClassState& cs, Preemption* chosen);
   void Commit(ClassState& cs, const cell::Task* t, int32_t machine, const Preemption* p);
@@ -128,10 +141,16 @@ class PassRunner {
   std::vector<int32_t> order_;  // machine examination order
   absl::flat_hash_map<ClassKey, std::unique_ptr<ClassState>> classes_;
   std::vector<ClassState*> class_list_;  // creation order (deterministic)
+  ClassState* last_class_ = nullptr;
 };
 
 ClassState& PassRunner::ClassFor(const cell::Task* t) {
   const bool shared = opt_.equivalence_classes && t->avoid.empty();
+  // The queue yields a job's tasks together: reuse the last class if it fits.
+  if (shared && last_class_ != nullptr && last_class_->cls.job == t->job && last_class_->cls.only_task == nullptr &&
+      last_class_->cls.limit == t->resources) {
+    return *last_class_;
+  }
   ClassKey key{t->job, shared ? nullptr : t, t->resources};
   auto [it, added] = classes_.try_emplace(key);
   if (added) {
@@ -140,10 +159,13 @@ ClassState& PassRunner::ClassFor(const cell::Task* t) {
     cs.cls = MakeClass(ctx_, t, shared);
     const size_t n = ctx_.views().size();
     cs.scan_start = opt_.relaxed_randomization && n > 0 ? rng_.Uniform(n) : 0;
-    if (opt_.score_cache && shared) SeedFromCache(cs);
     class_list_.push_back(&cs);
     ++out_.classes;
+    if (opt_.score_cache && shared) {
+      if (!StillFails(cs)) SeedFromCache(cs);
+    }
   }
+  last_class_ = it->second.get();
   return *it->second;
 }
 
@@ -186,6 +208,28 @@ void PassRunner::Push(ClassState& cs, const MachineView& m, float score) {
   std::push_heap(cs.heap.begin(), cs.heap.end(), HeapLess);
 }
 
+bool PassRunner::StillFails(ClassState& cs) {
+  auto it = s_.cache_->failed.find(ScoreCache::Key{cs.cls.job->id, cs.cls.job->submit_revision, cs.cls.limit});
+  if (it == s_.cache_->failed.end()) return false;
+  const cell::CellState& st = ctx_.state();
+  const int64_t at = it->second.revision;
+  bool valid = st.freed_revision() <= at;
+  if (valid && opt_.preemption) {
+    for (int32_t p = 0; p < cs.cls.priority && valid; ++p) {
+      if (MayPreempt(cs.cls.priority, p) && st.placed_revision(p) > at) valid = false;
+    }
+  }
+  if (!valid) {
+    s_.cache_->failed.erase(it);
+    return false;
+  }
+  cs.failed = true;
+  cs.why = it->second.why;
+  it->second.pass = s_.passes_;
+  ++out_.classes_skipped;
+  return true;
+}
+
 void PassRunner::SeedFromCache(ClassState& cs) {
   auto it = s_.cache_->classes.find(
       ScoreCache::Key{cs.cls.job->id, cs.cls.job->submit_revision, cs.cls.limit});
@@ -208,6 +252,18 @@ void PassRunner::SaveToCache() {
   ScoreCache& cache = *s_.cache_;
   const uint64_t pass = s_.passes_;
   for (ClassState* cs : class_list_) {
+    if (cs->cls.only_task != nullptr) continue;
+    ScoreCache::Key fkey{cs->cls.job->id, cs->cls.job->submit_revision, cs->cls.limit};
+    if (cs->failed) {
+      ScoreCache::Failed& f = cache.failed[fkey];
+      if (f.pass != pass || f.revision == 0) {
+        f.revision = ctx_.state().revision();
+        f.why = cs->why;
+      }
+      f.pass = pass;
+    } else {
+      cache.failed.erase(fkey);
+    }
     if (cs->cls.only_task != nullptr || cs->heap.empty() || cs->failed) continue;
     ScoreCache::Key key{cs->cls.job->id, cs->cls.job->submit_revision, cs->cls.limit};
     ScoreCache::Value& v = cache.classes[key];
@@ -221,6 +277,13 @@ void PassRunner::SaveToCache() {
     }
     cache.total_entries += v.entries.size();
   }
+  for (auto it = cache.failed.begin(); it != cache.failed.end();) {
+    if (it->second.pass + 8 < pass) {
+      cache.failed.erase(it++);
+    } else {
+      ++it;
+    }
+  }
   // Forget classes not seen for a while, and the oldest when too big.
   for (auto it = cache.classes.begin(); it != cache.classes.end();) {
     if (it->second.pass + 8 < pass || (cache.total_entries > ScoreCache::kMaxEntries && it->second.pass < pass)) {
@@ -232,9 +295,9 @@ void PassRunner::SaveToCache() {
   }
 }
 
-void PassRunner::Scan(ClassState& cs) {
+void PassRunner::Scan(ClassState& cs, size_t enough) {
   const size_t n = ctx_.views().size();
-  const size_t enough = opt_.relaxed_randomization ? static_cast<size_t>(std::max(1, opt_.enough_feasible)) : n;
+  if (!opt_.relaxed_randomization) enough = n;
   size_t found = 0;
   while (cs.scan_next < n && found < enough) {
     size_t pos = opt_.relaxed_randomization ? (cs.scan_start + cs.scan_next) % n : cs.scan_next;
@@ -304,7 +367,7 @@ std::optional<int32_t> PassRunner::Pick(ClassState& cs) {
       std::push_heap(cs.heap.begin(), cs.heap.end(), HeapLess);
     }
     if (cs.scan_done) return std::nullopt;
-    Scan(cs);
+    Scan(cs, static_cast<size_t>(std::max(1, opt_.enough_feasible)));
   }
 }
 
@@ -405,6 +468,10 @@ void PassRunner::Run() {
     }
     Commit(cs, t, *m, preempting ? &pre : nullptr);
     queue.Placed(t, t->resources);
+    // Relaxed randomization, topped up: each placement draws one more
+    // feasible machine into the class's candidates, so a big class spreads
+    // over a sample that grows with it instead of filling its first sample.
+    if (opt_.relaxed_randomization && !cs.scan_done) Scan(cs, 1);
   }
   for (ClassState* cs : class_list_) {
     if (cs->unplaced.empty()) continue;
@@ -418,6 +485,8 @@ Scheduler::Scheduler(Options options)
 Scheduler::~Scheduler() = default;
 Scheduler::Scheduler(Scheduler&&) noexcept = default;
 Scheduler& Scheduler::operator=(Scheduler&&) noexcept = default;
+
+void Scheduler::ForgetFailures() { cache_->failed.clear(); }
 
 PassResult Scheduler::RunPass(const cell::CellState& state, int64_t now_ms) {
   PassResult out;

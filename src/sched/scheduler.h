@@ -45,6 +45,7 @@ struct PassResult {
   int64_t unplaced = 0;            // tasks left pending
   int64_t tasks_considered = 0;
   int64_t classes = 0;             // equivalence classes formed
+  int64_t classes_skipped = 0;     // known not to fit since an earlier pass (nothing freed since)
   int64_t machines_evaluated = 0;  // (class, machine) feasibility checks
   int64_t scores_computed = 0;
   int64_t preemptions = 0;         // victims proposed
@@ -65,6 +66,10 @@ class Scheduler {
 
   const Options& options() const { return options_; }
   const Profile& profile() const { return profile_; }
+
+  // Forgets which classes were known not to fit. Call it when proposals of a
+  // pass were rejected: capacity that pass counted as taken is still free.
+  void ForgetFailures();
 
  private:
   friend class PassRunner;

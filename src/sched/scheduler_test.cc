@@ -341,3 +341,32 @@ TEST(Scheduler, NeverOvercommitsAndIsDeterministic) {
 
 }  // namespace
 }  // namespace herd::sched
+
+namespace herd::sched {
+namespace {
+
+TEST(Scheduler, FailedClassesAreSkippedUntilCapacityIsFreed) {
+  cell::CellState s;
+  AddMachines(s, 20, 2000, 2LL << 30);
+  ASSERT_TRUE(s.Apply(Submit(JobBuilder("fill").Tasks(20).Cpu(2000).Build())).ok());
+  Scheduler sched(Plain());
+  ASSERT_EQ(Commit(s, sched.RunPass(s)), 20);
+  ASSERT_TRUE(s.Apply(Submit(JobBuilder("waiting").Tasks(5).Cpu(1000).Build())).ok());
+  PassResult first = sched.RunPass(s);
+  EXPECT_EQ(first.unplaced, 5);
+  EXPECT_EQ(first.classes_skipped, 0);
+  // Nothing freed: the next pass does not look at the machines again.
+  ASSERT_TRUE(s.Apply(Submit(JobBuilder("other").Cpu(100).Build())).ok());
+  PassResult second = sched.RunPass(s);
+  EXPECT_EQ(second.unplaced, 6);
+  EXPECT_EQ(second.classes_skipped, 1);
+  EXPECT_EQ(second.pending.size(), 2u);
+  // A task finishes: capacity freed, the class is examined again and fits.
+  ASSERT_TRUE(s.Apply(Exited(Ref("alice/fill", 0, 1), 0)).ok());
+  PassResult third = sched.RunPass(s);
+  EXPECT_EQ(third.classes_skipped, 0);
+  EXPECT_EQ(Commit(s, third), 2);  // the freed 2000m takes "other" (100m) and one 1000m task
+}
+
+}  // namespace
+}  // namespace herd::sched

@@ -15,12 +15,12 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
     MachineView v;
     v.machine = m;
     v.index = static_cast<int32_t>(views_.size());
+    v.up = m->state == v1::Machine::UP;
     v.free_prod = m->capacity - m->allocated;
     v.free_nonprod = m->capacity - m->reserved;
-    for (const cell::Task* t : m->tasks) {
-      (IsProd(t->priority()) ? v.prod_cpu : v.nonprod_cpu) += t->resources.cpu_millis;
-      v.min_priority = std::min(v.min_priority, t->priority());
-    }
+    v.prod_cpu = m->prod_cpu;
+    v.nonprod_cpu = m->nonprod_cpu;
+    v.min_priority = m->MinPriority();
     if (m->state == v1::Machine::UP) {
       cap_cpu += static_cast<double>(m->capacity.cpu_millis);
       cap_mem += static_cast<double>(m->capacity.memory_bytes);

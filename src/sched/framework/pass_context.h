@@ -42,6 +42,7 @@ struct TaskClass {
 struct MachineView {
   const cell::Machine* machine = nullptr;
   int32_t index = 0;
+  bool up = false;  // machine->state == UP, kept here to save a cache miss per check
   ResourceVector free_prod;     // capacity - others' limits
   ResourceVector free_nonprod;  // capacity - others' reservations
   int64_t prod_cpu = 0, nonprod_cpu = 0;  // CPU held by prod / non-prod tasks
@@ -89,6 +90,7 @@ class PassContext {
   // Cell-wide CPU per byte of memory requested (for the hybrid policy's
   // notion of a typical task shape), normalised by capacity.
   double shape_cpu_per_mem() const { return shape_; }
+
 
   absl::flat_hash_set<const cell::Task*>& evicted() { return evicted_; }
 

@@ -6,7 +6,7 @@
 namespace herd::sched {
 
 FilterResult MachineUpFilter::Filter(const PassContext&, const TaskClass&, const MachineView& m) const {
-  if (m.machine->state != v1::Machine::UP) return {ReasonCode::kMachineDown, ""};
+  if (!m.up) return {ReasonCode::kMachineDown, ""};
   return FilterResult::Ok();
 }
 

@@ -60,9 +60,16 @@ double PackingScore::Score(const PassContext& ctx, const TaskClass& cls, const M
       return 100.0 * std::clamp(1.0 - marginal / worst, 0.0, 1.0);
     }
     case PackingPolicy::kHybrid: {
-      double fill = (uc + um) / 2;
+      // E-PVM's marginal cost keeps headroom and balances load; the stranding
+      // term stops a placement from leaving one resource unusable for the
+      // cell's typical task shape. The cost of a typical (small) task is a
+      // few hundredths, hence the factor that puts both on one scale.
+      const ResourceVector& cap = m.machine->capacity;
+      double bc = 1.0 - Frac(free.cpu_millis, cap.cpu_millis), bm = 1.0 - Frac(free.memory_bytes, cap.memory_bytes);
+      double marginal = EpvmCost(uc) - EpvmCost(bc) + EpvmCost(um) - EpvmCost(bm);
       double stranded = Stranded(1.0 - uc, 1.0 - um, ctx.shape_cpu_per_mem());
-      return 100.0 * std::clamp((fill - stranded + 1.0) / 2.0, 0.0, 1.0);
+      constexpr double kCostScale = 10.0;
+      return 100.0 * std::clamp(1.0 - (kCostScale * marginal + stranded) / 2.0, 0.0, 1.0);
     }
   }
   return 0;

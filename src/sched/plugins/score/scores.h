@@ -12,9 +12,10 @@ namespace herd::sched {
 //    (A^u - 1)/(A - 1) for utilisation u; prefers the machine whose cost rises
 //    least, which spreads load and leaves headroom (and fragments);
 //  best fit  -- the machine left fullest (mean CPU and memory utilisation);
-//  hybrid    -- best fit minus the capacity the placement would strand: free
-//    CPU that a task of the cell's typical CPU:memory shape could not use for
-//    lack of memory, or the reverse (Borg §3.2).
+//  hybrid    -- E-PVM's cost plus the capacity the placement would strand:
+//    free CPU that a task of the cell's typical CPU:memory shape could not use
+//    for lack of memory, or the reverse (Borg §3.2: "reduce the amount of
+//    stranded resources"). See docs/scheduler.md for how the three compare.
 class PackingScore final : public ScorePlugin {
  public:
   explicit PackingScore(PackingPolicy policy) : policy_(policy) {}

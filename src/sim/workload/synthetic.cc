@@ -1,0 +1,186 @@
+#include "sim/workload/synthetic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "base/priority.h"
+#include "base/rng.h"
+
+namespace herd::sim {
+
+std::vector<v1::Machine> MakeMachines(const std::vector<TraceMachine>& shapes, const CellOptions& o) {
+  Rng rng(o.seed * 7919 + 1);
+  // Platforms by frequency: the most common is p0.
+  std::map<std::string, int> count;
+  for (const TraceMachine& m : shapes) ++count[m.platform];
+  std::vector<std::pair<int, std::string>> by_freq;
+  for (const auto& [p, n] : count) by_freq.push_back({-n, p});
+  std::sort(by_freq.begin(), by_freq.end());
+  std::map<std::string, std::string> platform_name;
+  for (size_t i = 0; i < by_freq.size(); ++i) platform_name[by_freq[i].second] = absl::StrCat("p", i);
+
+  const bool all = static_cast<size_t>(o.machines) == shapes.size();
+  std::vector<v1::Machine> out;
+  out.reserve(static_cast<size_t>(o.machines));
+  static const char* kKernels[] = {"3.2.0", "3.2.0", "3.2.0", "3.2.0", "3.2.0", "3.2.0",
+                                   "3.4.0", "3.4.0", "3.4.0", "3.8.0"};
+  for (int i = 0; i < o.machines; ++i) {
+    const TraceMachine& s = all ? shapes[static_cast<size_t>(i)] : shapes[rng.Uniform(shapes.size())];
+    v1::Machine m;
+    m.set_name(absl::StrCat("m", i));
+    m.set_address(absl::StrCat("sim:", i));
+    m.mutable_capacity()->set_cpu_millis(std::max<int64_t>(1000, std::llround(s.cpu * o.cpu_millis_per_unit)));
+    m.mutable_capacity()->set_memory_bytes(
+        std::max<int64_t>(1LL << 30, std::llround(s.memory * static_cast<double>(o.memory_bytes_per_unit))));
+    m.mutable_capacity()->set_disk_bytes(2LL << 40);
+    m.mutable_capacity()->set_ports(1000);
+    int rack = i / o.machines_per_rack;
+    auto& a = *m.mutable_attributes();
+    a["rack"] = absl::StrCat("r", rack);
+    a["power"] = absl::StrCat("pd", rack / o.racks_per_power_domain);
+    a["platform"] = platform_name[s.platform];
+    a["kernel"] = kKernels[rng.Uniform(10)];
+    a["arch"] = "amd64";
+    if (rng.UniformDouble() < 0.3) a["ssd"] = "yes";
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+namespace {
+
+// Heavy-tailed job sizes: most jobs have one task, a few have thousands
+// (mean about 32 tasks).
+int64_t JobSize(Rng& rng) {
+  double u = rng.UniformDouble();
+  auto log_uniform = [&](double lo, double hi) {
+    return static_cast<int64_t>(std::floor(std::exp(std::log(lo) + rng.UniformDouble() * (std::log(hi + 1) - std::log(lo)))));
+  };
+  if (u < 0.60) return 1;
+  if (u < 0.85) return log_uniform(2, 10);
+  if (u < 0.96) return log_uniform(11, 100);
+  if (u < 0.995) return log_uniform(101, 1000);
+  return log_uniform(1001, 10000);
+}
+
+struct Band {
+  double p;
+  int32_t lo, hi;
+};
+// Share of jobs per band: free, batch, mid, production, monitoring.
+constexpr Band kBandsByJob[] = {{0.15, 0, 99}, {0.35, 100, 115}, {0.05, 116, 119}, {0.40, 120, 359}, {0.05, 360, 400}};
+
+}  // namespace
+
+Workload MakeWorkload(const std::vector<v1::Machine>& machines, const WorkloadOptions& o) {
+  Rng rng(o.seed * 104'729 + 17);
+  std::lognormal_distribution<double> prod_cpu(std::log(0.6), 0.8);     // cores
+  std::lognormal_distribution<double> batch_cpu(std::log(0.3), 1.2);    // 18% under 0.1 core
+  std::lognormal_distribution<double> gib_per_core(std::log(4.0), 0.7);
+  double cap_cpu = 0, cap_mem = 0;
+  std::vector<double> cpus, mems;
+  for (const auto& m : machines) {
+    cap_cpu += static_cast<double>(m.capacity().cpu_millis());
+    cap_mem += static_cast<double>(m.capacity().memory_bytes());
+    cpus.push_back(static_cast<double>(m.capacity().cpu_millis()));
+    mems.push_back(static_cast<double>(m.capacity().memory_bytes()));
+  }
+  // No task is bigger than 40% of a median machine in either resource.
+  std::nth_element(cpus.begin(), cpus.begin() + cpus.size() / 2, cpus.end());
+  std::nth_element(mems.begin(), mems.begin() + mems.size() / 2, mems.end());
+  const double max_cpu = cpus[cpus.size() / 2] * 0.4, max_mem = mems[mems.size() / 2] * 0.4;
+  // Anti-affinity only where the cell can honour it.
+  const int64_t max_spread_job = std::min<int64_t>(2000, static_cast<int64_t>(machines.size()) / 4);
+  // Raw shapes first (cores, GiB), scaled to the fill target afterwards.
+  struct Raw {
+    double cores, gib;
+  };
+  std::vector<Raw> raw;
+  Workload w;
+  double sum_cores = 0, sum_gib = 0;
+  int64_t left = o.tasks;
+  int64_t j = 0;
+  while (left > 0) {
+    int64_t n = std::min(left, JobSize(rng));
+    left -= n;
+    v1::JobSpec s;
+    s.set_name(absl::StrCat(o.name_prefix, j++));
+    s.set_user(o.users[rng.Uniform(o.users.size())]);
+    double u = rng.UniformDouble(), acc = 0;
+    Band band = kBandsByJob[3];
+    for (const Band& b : kBandsByJob) {
+      acc += b.p;
+      if (u < acc) {
+        band = b;
+        break;
+      }
+    }
+    int32_t prio = band.lo + static_cast<int32_t>(rng.Uniform(static_cast<uint64_t>(std::min(band.hi - band.lo, 20) + 1)));
+    if (band.lo == 120) prio = rng.Uniform(3) == 0 ? 150 : 200;
+    s.set_priority(prio);
+    s.set_task_count(static_cast<int32_t>(n));
+    s.mutable_task()->add_command("/bin/true");
+    const bool prod = IsProd(prio);
+    double cores = prod ? prod_cpu(rng.engine()) : batch_cpu(rng.engine());
+    double gib = std::max(0.03, cores * gib_per_core(rng.engine()));
+    raw.push_back({cores, gib});
+    sum_cores += cores * static_cast<double>(n);
+    sum_gib += gib * static_cast<double>(n);
+    if (prod && rng.UniformDouble() < 0.3) s.mutable_task()->mutable_resources()->set_ports(1 + rng.Uniform(2));
+    s.set_appclass(prod ? v1::LATENCY_SENSITIVE : v1::BATCH);
+    s.set_grace_period_ms(10'000);
+    s.mutable_restart()->set_mode(v1::RestartPolicy::ON_FAILURE);
+    // Hard constraints; the picky ones only on small jobs.
+    if (rng.UniformDouble() < o.constrained_jobs) {
+      v1::Constraint* c = s.add_constraints();
+      double k = rng.UniformDouble();
+      if (k < 0.4) {
+        c->set_attribute("platform");
+        c->set_op(v1::Constraint::EQ);
+        c->add_values("p0");
+      } else if (k < 0.6 && n <= 100) {
+        c->set_attribute("platform");
+        c->set_op(v1::Constraint::EQ);
+        c->add_values("p1");
+      } else if (k < 0.8) {
+        c->set_attribute("ssd");
+        c->set_op(v1::Constraint::EXISTS);
+      } else if (k < 0.95 || n > 20) {
+        c->set_attribute("kernel");
+        c->set_op(v1::Constraint::GE);
+        c->add_values("3.4.0");
+      } else {
+        c->set_attribute("platform");
+        c->set_op(v1::Constraint::IN);
+        c->add_values("p1");
+        c->add_values("p2");
+      }
+    }
+    if (n > 1 && n <= max_spread_job && rng.UniformDouble() < o.anti_affinity_jobs) {
+      s.set_different_machines(true);
+    } else if (prod && n > 4 && rng.UniformDouble() < 0.05) {
+      (*s.mutable_max_per_domain())["rack"] = static_cast<int32_t>(std::max<int64_t>(1, n / 20));
+    }
+    w.jobs.push_back(std::move(s));
+  }
+  // Scale so the most demanded resource is filled to `fill`.
+  double need_cpu = sum_cores * 1000 / cap_cpu, need_mem = sum_gib * (1LL << 30) / cap_mem;
+  double scale = o.fill / std::max(need_cpu, need_mem);
+  for (size_t i = 0; i < w.jobs.size(); ++i) {
+    v1::JobSpec& s = w.jobs[i];
+    int64_t cpu = std::clamp<int64_t>(std::llround(raw[i].cores * scale * 1000), 1, static_cast<int64_t>(max_cpu));
+    int64_t mem = std::clamp<int64_t>(std::llround(raw[i].gib * scale * (1LL << 30)), 4LL << 20,
+                                      static_cast<int64_t>(max_mem));
+    s.mutable_task()->mutable_resources()->set_cpu_millis(cpu);
+    s.mutable_task()->mutable_resources()->set_memory_bytes(mem);
+    w.tasks += s.task_count();
+    w.cpu_millis += cpu * s.task_count();
+    w.memory_bytes += mem * s.task_count();
+  }
+  return w;
+}
+
+}  // namespace herd::sim
