@@ -6,8 +6,8 @@ set -euo pipefail
 src=$1
 dir=$2
 cmake -S "$src" -B "$dir" -G Ninja -DHERD_WITH_GRPC=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C "$dir" cell_test sched_test
-for t in cell_test sched_test; do
+ninja -C "$dir" cell_test sched_test sched_loop_test
+for t in cell_test sched_test sched_loop_test; do
   if ldd "$dir/bin/$t" | grep -i grpc; then
     echo "$t links gRPC" >&2
     exit 1

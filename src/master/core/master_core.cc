@@ -2,7 +2,10 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
+#include <map>
 #include <set>
+
+#include "absl/container/flat_hash_set.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -38,7 +41,11 @@ MasterCore::MasterCore(store::LogStore* store, AgentLink* link, Clock* clock, Ma
     });
   }
   if (options_.run_scheduler) {
-    sched_loop_ = std::make_unique<SchedulerLoop>(committer_.get(), store_, options_.scheduler);
+    sched_source_ = std::make_unique<CommitterChangeSource>(committer_.get());
+    sched_sink_ = std::make_unique<FunctionProposalSink>(
+        [this](const v1::ProposeRequest& req) { return Propose("", req); });
+    sched_loop_ = std::make_unique<sched::SchedulerLoop>(sched_source_.get(), sched_sink_.get(), clock_,
+                                                         options_.scheduler, options_.scheduler_loop);
   }
 }
 
@@ -198,13 +205,94 @@ absl::StatusOr<v1::GetJobResponse> MasterCore::GetJob(const std::string& user, c
         r.set_revision(s.revision());
         return r;
       }));
-  if (sched_loop_ && req.at_revision() == 0) {
-    for (const auto& [key, why] : sched_loop_->WhyPending(resp.job().id())) {
-      int32_t index = std::stoi(key.substr(key.rfind('/') + 1));
-      if (index < resp.tasks_size() && resp.tasks(index).state() == v1::Task::PENDING) {
-        (*resp.mutable_why_pending())[index] = why;
-      }
+  if (req.at_revision() == 0) {
+    std::map<int32_t, int64_t> pending;
+    for (const v1::Task& t : resp.tasks()) {
+      if (t.state() == v1::Task::PENDING) pending[t.index()] = t.state_revision();
     }
+    for (const v1::PendingDiagnosis& d : why_.For(resp.job().id(), pending)) {
+      for (int32_t index : d.indexes()) (*resp.mutable_why_pending())[index] = d.text();
+    }
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::ProposeResponse> MasterCore::Propose(const std::string& user, const v1::ProposeRequest& req) {
+  std::string scheduler = req.scheduler();
+  if (scheduler.empty()) scheduler = user.empty() ? "external" : absl::StrCat("scheduler:", user);
+  std::vector<v1::Mutation> ms;
+  ms.reserve(req.placements_size());
+  absl::flat_hash_set<std::string> looked_at;
+  for (const v1::TaskScheduled& p : req.placements()) {
+    v1::Mutation m;
+    v1::TaskScheduled* ts = m.mutable_task_scheduled();
+    *ts = p;
+    if (ts->scheduler().empty()) ts->set_scheduler(scheduler);
+    if (ts->based_on_revision() == 0) ts->set_based_on_revision(req.based_on_revision());
+    looked_at.insert(p.job());
+    ms.push_back(std::move(m));
+  }
+  std::vector<absl::Status> st = ms.empty() ? std::vector<absl::Status>{} : committer_->CommitEach(scheduler, std::move(ms));
+  v1::ProposeResponse resp;
+  for (const absl::Status& s : st) {
+    v1::ProposalResult* r = resp.add_results();
+    r->set_accepted(s.ok());
+    if (!s.ok()) r->set_reason(std::string(s.message()));
+  }
+  resp.set_revision(committer_->revision());
+
+  // Why the rest is pending: latest per job, from whichever scheduler.
+  std::vector<v1::PendingDiagnosis> pending(req.pending().begin(), req.pending().end());
+  for (v1::PendingDiagnosis& d : pending) {
+    if (d.scheduler().empty()) d.set_scheduler(scheduler);
+    if (d.revision() == 0) d.set_revision(req.based_on_revision());
+    looked_at.insert(d.job());
+  }
+  why_.Record(looked_at, pending);
+  // Now and then, forget jobs that have nothing pending any more.
+  int64_t now = clock_->MonotonicMs();
+  int64_t last = why_pruned_ms_.load();
+  if (now - last >= 1000 && why_pruned_ms_.compare_exchange_strong(last, now)) {
+    std::vector<std::string> jobs = why_.Jobs();
+    absl::flat_hash_set<std::string> keep = committer_->Read([&](const cell::CellState& s) {
+      absl::flat_hash_set<std::string> k;
+      for (const std::string& id : jobs) {
+        const cell::Job* j = s.FindJob(id);
+        if (j != nullptr && j->pending > 0) k.insert(id);
+      }
+      return k;
+    });
+    why_.Retain([&](const std::string& id) { return keep.contains(id); });
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::WhyResponse> MasterCore::Why(const std::string& user, const v1::WhyRequest& req) {
+  std::string id;
+  std::map<int32_t, int64_t> pending;  // index -> state revision
+  HERD_RETURN_IF_ERROR(committer_->Read([&](const cell::CellState& s) -> absl::Status {
+    HERD_ASSIGN_OR_RETURN(id, ResolveJob(s, user, req.job()));
+    for (const cell::Task& t : s.FindJob(id)->tasks) {
+      if (t.state == v1::Task::PENDING) pending[t.index] = t.state_revision;
+    }
+    return absl::OkStatus();
+  }));
+  v1::WhyResponse resp;
+  resp.set_job(id);
+  resp.set_pending_tasks(static_cast<int32_t>(pending.size()));
+  size_t explained = 0;
+  for (v1::PendingDiagnosis& d : why_.For(id, pending)) {
+    explained += d.indexes_size();
+    *resp.add_pending() = std::move(d);
+  }
+  if (pending.empty()) {
+    resp.set_note("the job has no pending tasks");
+  } else if (explained == 0) {
+    resp.set_note("no scheduler pass has looked at it yet");
+  } else if (explained < pending.size()) {
+    size_t n = pending.size() - explained;
+    resp.set_note(absl::StrCat(n, " pending task", n == 1 ? "" : "s",
+                               " not looked at yet by a scheduler pass (being placed, or pending again since)"));
   }
   return resp;
 }

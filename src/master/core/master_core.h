@@ -4,6 +4,7 @@
 // master/server adapts it to gRPC; the simulator drives it directly.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,7 +16,9 @@
 #include "master/core/committer.h"
 #include "master/core/link/agent_link.h"
 #include "master/core/link/link_shard.h"
-#include "master/core/sched_loop.h"
+#include "master/core/sched_adapters.h"
+#include "master/core/why_store.h"
+#include "sched/loop/scheduler_loop.h"
 #include "sched/scheduler.h"
 #include "store/log_store.h"
 
@@ -27,6 +30,9 @@ struct MasterOptions {
   Committer::Options committer;
   LinkShard::Options link;
   sched::Options scheduler;
+  sched::LoopOptions scheduler_loop;
+  // false: no in-process scheduler; an external `herd scheduler` proposes
+  // placements through Propose (herd master --scheduler external).
   bool run_scheduler = true;
   bool run_link = true;
 };
@@ -57,6 +63,13 @@ class MasterCore {
   absl::StatusOr<v1::ListQuotasResponse> ListQuotas(const v1::ListQuotasRequest& req);
   absl::StatusOr<v1::RegisterMachineResponse> RegisterMachine(const v1::RegisterMachineRequest& req);
   v1::CellInfo GetCell();
+  // A scheduler's placements, each committed on its own if still valid
+  // (CellState::Check: task still PENDING at its expected state revision,
+  // machine up, constraints, victims, fit); a result per placement, with the
+  // check's message when refused. The pending diagnoses are kept for Why.
+  absl::StatusOr<v1::ProposeResponse> Propose(const std::string& user, const v1::ProposeRequest& req);
+  // Why the job's pending tasks are pending, as the schedulers last said.
+  absl::StatusOr<v1::WhyResponse> Why(const std::string& user, const v1::WhyRequest& req);
   // Streams durable mutations from `from_revision` (0 = only new ones) to
   // `send` until it returns false or `cancelled()` is true.
   absl::Status Watch(int64_t from_revision, const std::function<bool(const v1::WatchResponse&)>& send,
@@ -67,7 +80,9 @@ class MasterCore {
                                 const std::function<bool(const v1::CheckpointRecord&)>& write);
 
   Committer& committer() { return *committer_; }
-  SchedulerLoop* scheduler() { return sched_loop_.get(); }
+  // The in-process scheduler (nullptr with run_scheduler = false).
+  sched::SchedulerLoop* scheduler() { return sched_loop_.get(); }
+  WhyStore& why_store() { return why_; }
   LinkShard* link() { return link_shard_.get(); }
 
  private:
@@ -88,7 +103,11 @@ class MasterCore {
   const int64_t started_ms_;
   std::unique_ptr<Committer> committer_;
   std::unique_ptr<LinkShard> link_shard_;
-  std::unique_ptr<SchedulerLoop> sched_loop_;
+  WhyStore why_;
+  std::atomic<int64_t> why_pruned_ms_{0};
+  std::unique_ptr<CommitterChangeSource> sched_source_;
+  std::unique_ptr<FunctionProposalSink> sched_sink_;
+  std::unique_ptr<sched::SchedulerLoop> sched_loop_;
 };
 
 }  // namespace herd::master

@@ -49,6 +49,12 @@ grpc::Status HerdService::RegisterMachine(grpc::ServerContext*, const v1::Regist
                                           v1::RegisterMachineResponse* out) {
   return Reply(core_->RegisterMachine(*req), out);
 }
+grpc::Status HerdService::Propose(grpc::ServerContext* ctx, const v1::ProposeRequest* req, v1::ProposeResponse* out) {
+  return Reply(core_->Propose(rpc::CallerUser(ctx), *req), out);
+}
+grpc::Status HerdService::Why(grpc::ServerContext* ctx, const v1::WhyRequest* req, v1::WhyResponse* out) {
+  return Reply(core_->Why(rpc::CallerUser(ctx), *req), out);
+}
 grpc::Status HerdService::GetCell(grpc::ServerContext*, const v1::GetCellRequest*, v1::CellInfo* out) {
   *out = core_->GetCell();
   return grpc::Status::OK;

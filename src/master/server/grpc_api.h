@@ -31,6 +31,8 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status ExportCheckpoint(grpc::ServerContext*, const v1::ExportCheckpointRequest*,
                                 grpc::ServerWriter<v1::CheckpointRecord>*) override;
   grpc::Status GetCell(grpc::ServerContext*, const v1::GetCellRequest*, v1::CellInfo*) override;
+  grpc::Status Propose(grpc::ServerContext*, const v1::ProposeRequest*, v1::ProposeResponse*) override;
+  grpc::Status Why(grpc::ServerContext*, const v1::WhyRequest*, v1::WhyResponse*) override;
 
  private:
   MasterCore* const core_;

@@ -59,8 +59,9 @@ int RunMaster(const ServerOptions& options) {
   {
     std::ofstream(std::filesystem::path(options.data_dir) / "master.addr") << bound << "\n";
   }
-  HERD_LOG_INFO("master of cell '{}' listening on {} (data in {}, recovered in {:.1f} ms)",
-                options.core.cell_name, bound, options.data_dir, recover_ms);
+  HERD_LOG_INFO("master of cell '{}' listening on {} (data in {}, recovered in {:.1f} ms, scheduler {})",
+                options.core.cell_name, bound, options.data_dir, recover_ms,
+                options.core.run_scheduler ? "internal" : "external: placements come from 'herd scheduler'");
 
   sem_init(&g_stop, 0, 0);
   std::signal(SIGINT, OnSignal);
@@ -71,6 +72,11 @@ int RunMaster(const ServerOptions& options) {
   HERD_LOG_INFO("master stopping");
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   (*core)->Stop();
+  if (auto* loop = (*core)->scheduler()) {
+    auto s = loop->stats();
+    HERD_LOG_INFO("scheduler stats: passes {}, proposed {}, accepted {}, rejected {}", s.passes, s.proposed,
+                  s.accepted, s.rejected);
+  }
   core->reset();
   return 0;
 }
