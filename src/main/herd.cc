@@ -1,5 +1,6 @@
-// herd: the one binary. Roles (up, down, master, agent) and the user verbs
-// (submit, kill, jobs, tasks, status, machines, logs, quota, checkpoint, cell).
+// herd: the one binary. Roles (up, down, master, agent, scheduler) and the
+// user verbs (submit, kill, jobs, tasks, status, why, machines, logs, quota,
+// checkpoint, cell).
 // This is the only file that links every part together.
 #include <CLI/CLI.hpp>
 
@@ -11,6 +12,7 @@
 #include "base/ids.h"
 #include "base/units.h"
 #include "cli/commands/commands.h"
+#include "main/scheduler_role.h"
 #include "main/up.h"
 #include "master/server/master_server.h"
 #include "rpc/rpc.h"
@@ -32,35 +34,43 @@ void AddMaster(CLI::App& app, int& rc) {
   auto* cmd = app.add_subcommand("master", "Run a master (state in --data, API on --listen)");
   auto o = std::make_shared<master::ServerOptions>();
   auto poll = std::make_shared<std::string>("2s");
-  auto policy = std::make_shared<std::string>("best");
+  auto sched_flags = std::make_shared<SchedulerFlags>();
+  auto sched_mode = std::make_shared<std::string>("internal");
   cmd->add_option("--data", o->data_dir, "Data directory (the embedded store lives here)")->required();
   cmd->add_option("--listen", o->listen, "API address HOST:PORT")->capture_default_str();
   cmd->add_option("--cell", o->core.cell_name, "Cell name")->capture_default_str();
   cmd->add_option("--poll-interval", *poll, "How often each agent is polled")->capture_default_str();
   cmd->add_option("--down-after", o->core.link.down_after_misses, "Missed polls before a machine is down")
       ->capture_default_str();
-  cmd->add_option("--policy", *policy, "Packing policy: best or worst")->capture_default_str();
+  cmd->add_option("--scheduler", *sched_mode,
+                  "internal: run the scheduler in the master; external: leave placement to 'herd scheduler' "
+                  "processes (Propose)")
+      ->capture_default_str();
+  AddSchedulerFlags(cmd, sched_flags.get());
   cmd->add_option("--snapshot-every", o->core.committer.snapshot_every, "Mutations between snapshots")
       ->capture_default_str();
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
-  cmd->callback([&rc, o, poll, policy] {
+  cmd->callback([&rc, o, poll, sched_flags, sched_mode] {
     auto interval = ParseDurationMs(*poll);
     if (!interval.ok() || *interval < 10) {
       rc = Usage(absl::StrCat("--poll-interval: ", interval.ok() ? "must be at least 10ms" : interval.status().message()));
       return;
     }
-    auto p = sched::ParsePackingPolicy(*policy);
-    if (!p.ok()) {
-      rc = Usage(absl::StrCat("--policy: ", p.status().message()));
+    if (auto st = ApplySchedulerFlags(*sched_flags, &o->core.scheduler); !st.ok()) {
+      rc = Usage(std::string(st.message()));
       return;
     }
+    if (*sched_mode != "internal" && *sched_mode != "external") {
+      rc = Usage(absl::StrCat("--scheduler: '", *sched_mode, "' is neither internal nor external"));
+      return;
+    }
+    o->core.run_scheduler = *sched_mode == "internal";
     if (o->core.link.down_after_misses < 1) {
       rc = Usage("--down-after must be at least 1");
       return;
     }
     o->core.link.poll_interval_ms = *interval;
     o->core.link.poll_timeout_ms = std::max<int64_t>(500, std::min<int64_t>(*interval, 5000));
-    o->core.scheduler.policy = *p;
     o->core.version = HERD_VERSION;
     rc = master::RunMaster(*o);
   });
@@ -149,6 +159,7 @@ int main(int argc, char** argv) {
   herd::AddUp(app, rc);
   herd::AddMaster(app, rc);
   herd::AddAgent(app, rc);
+  herd::AddScheduler(app, rc);
   herd::cli::AddUserCommands(app, ctx);
   try {
     app.parse(argc, argv);
