@@ -617,6 +617,34 @@ absl::Status Cell::RestartAgent(const std::string& name, bool wait_up) {
   return StartAgent(name, it->second.rack, wait_up);
 }
 
+absl::Status Cell::StartScheduler(const std::string& name, const std::vector<std::string>& flags) {
+  if (master_address_.empty()) return absl::FailedPreconditionError("start the master first");
+  auto& slot = schedulers_[name];
+  if (slot && slot->Running()) return absl::FailedPreconditionError(name + " is already running");
+  std::vector<std::string> argv = {HerdBinary(), "scheduler", "--master", master_address_, "--name", name};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  auto child = Child::Spawn(name, argv, SchedulerLog(name));
+  if (!child.ok()) return child.status();
+  slot = std::move(*child);
+  return absl::OkStatus();
+}
+
+void Cell::StopScheduler(const std::string& name, int sig) {
+  Child* c = scheduler(name);
+  if (c == nullptr) return;
+  if (sig == SIGKILL) {
+    c->Kill();
+  } else {
+    c->Signal(sig);
+    if (!c->Wait(30s)) c->Kill();
+  }
+}
+
+Child* Cell::scheduler(const std::string& name) {
+  auto it = schedulers_.find(name);
+  return it == schedulers_.end() ? nullptr : it->second.get();
+}
+
 Child* Cell::agent(const std::string& name) {
   auto it = agents_.find(name);
   return it == agents_.end() ? nullptr : it->second.child.get();
@@ -670,6 +698,9 @@ void Cell::Shutdown() {
   }
   for (const std::string& root : roots_) {
     if (!KillProcessesUnder(root)) ADD_FAILURE() << "task processes under " << root << " could not be killed";
+  }
+  for (auto& [name, child] : schedulers_) {
+    if (child) child->Kill();
   }
   if (master_) master_->Kill();
 }

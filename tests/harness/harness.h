@@ -214,6 +214,15 @@ class Cell {
   std::string AgentRoot(const std::string& name) const;
   std::vector<std::string> AgentNames() const;
 
+  // Starts `herd scheduler --master ADDR --name NAME flags...` (log in
+  // logs/NAME.log, appended across restarts). Returns at once: it follows the
+  // master on its own. A name may be started again once it has stopped.
+  absl::Status StartScheduler(const std::string& name, const std::vector<std::string>& flags = {});
+  // Signals it (default SIGKILL) and waits for it to exit.
+  void StopScheduler(const std::string& name, int sig = SIGKILL);
+  Child* scheduler(const std::string& name);
+  std::string SchedulerLog(const std::string& name) const { return dir_.Sub("logs/" + name + ".log"); }
+
   // `herd --master ADDR --user USER args...` (USER = options().user).
   RunResult Herd(const std::vector<std::string>& args, Ms timeout = 30s) const;
   RunResult HerdAs(const std::string& user, const std::vector<std::string>& args, Ms timeout = 30s) const;
@@ -256,6 +265,7 @@ class Cell {
   std::string master_address_;
   int master_starts_ = 0;
   std::map<std::string, AgentSlot> agents_;
+  std::map<std::string, std::unique_ptr<Child>> schedulers_;
   std::vector<std::string> roots_;  // every agent root ever used
 };
 

@@ -140,6 +140,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddJobs(app, ctx);
   AddTasks(app, ctx);
   AddStatus(app, ctx);
+  AddWhy(app, ctx);
   AddMachines(app, ctx);
   AddLogs(app, ctx);
   AddQuota(app, ctx);

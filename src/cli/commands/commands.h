@@ -18,6 +18,7 @@ void AddKill(CLI::App& app, CommandContext& ctx);
 void AddJobs(CLI::App& app, CommandContext& ctx);
 void AddTasks(CLI::App& app, CommandContext& ctx);
 void AddStatus(CLI::App& app, CommandContext& ctx);
+void AddWhy(CLI::App& app, CommandContext& ctx);
 void AddMachines(CLI::App& app, CommandContext& ctx);
 void AddLogs(CLI::App& app, CommandContext& ctx);
 void AddQuota(CLI::App& app, CommandContext& ctx);
