@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/sched/sched_bench.h"
+#include "sched/framework/options.h"
 
 namespace herd::bench {
 

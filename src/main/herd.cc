@@ -13,6 +13,7 @@
 #include "base/units.h"
 #include "cli/commands/commands.h"
 #include "main/scheduler_role.h"
+#include "main/bench_role.h"
 #include "main/up.h"
 #include "master/server/master_server.h"
 #include "rpc/rpc.h"
@@ -160,6 +161,7 @@ int main(int argc, char** argv) {
   herd::AddMaster(app, rc);
   herd::AddAgent(app, rc);
   herd::AddScheduler(app, rc);
+  herd::AddBench(app, rc);
   herd::cli::AddUserCommands(app, ctx);
   try {
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 #include "main/scheduler_role.h"
 
 #include <cstdio>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "rpc/rpc.h"
@@ -57,6 +58,8 @@ void AddScheduler(CLI::App& app, int& rc) {
       rc = 2;
       return;
     }
+    // Schedulers racing on one cell should not make identical choices.
+    o->scheduler.seed = std::hash<std::string>()(o->scheduler.name) | 1;
     rc = sched::RunSchedulerServer(*o);
   });
 }

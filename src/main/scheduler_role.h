@@ -13,7 +13,7 @@
 namespace herd {
 
 struct SchedulerFlags {
-  std::string policy = "best";
+  std::string policy = "hybrid";
   std::string order = "round-robin";
   bool no_equiv = false;
   bool no_cache = false;
