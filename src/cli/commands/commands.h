@@ -4,7 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+
 #include "cli/client.h"
+#include "cli/render/render.h"
 
 namespace herd::cli {
 
@@ -12,6 +15,26 @@ struct CommandContext {
   GlobalFlags flags;
   int exit_code = 0;
 };
+
+// Calls `method` on the master. On failure prints the one-line error and sets
+// the exit code; with --json prints the response. Returns true when the
+// caller should go on and print it for people.
+template <typename Req, typename Resp>
+bool CallMaster(CommandContext& ctx, Client& client,
+                grpc::Status (v1::Herd::Stub::*method)(grpc::ClientContext*, const Req&, Resp*), const Req& req,
+                Resp* resp) {
+  auto rctx = client.Context();
+  grpc::Status st = (client.stub().*method)(rctx.get(), req, resp);
+  if (!st.ok()) {
+    ctx.exit_code = Fail(client.Error(st));
+    return false;
+  }
+  if (ctx.flags.json) {
+    std::printf("%s\n", ToJson(*resp).c_str());
+    return false;
+  }
+  return true;
+}
 
 void AddSubmit(CLI::App& app, CommandContext& ctx);
 void AddKill(CLI::App& app, CommandContext& ctx);

@@ -7,20 +7,6 @@
 #include "cli/render/render.h"
 
 namespace herd::cli {
-namespace {
-
-template <typename Req, typename Resp, typename Call>
-bool Fetch(CommandContext& ctx, Client& client, const Req& req, Resp* resp, Call call) {
-  auto rctx = client.Context();
-  grpc::Status st = call(rctx.get(), req, resp);
-  if (!st.ok()) {
-    ctx.exit_code = Fail(client.Error(st));
-    return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 std::string TaskTable(const google::protobuf::RepeatedPtrField<v1::Task>& tasks, int64_t now) {
   Table t({"TASK", "STATE", "PHASE", "MACHINE", "RESTARTS", "AGE", "LAST EVENT"});
@@ -50,13 +36,7 @@ void AddJobs(CLI::App& app, CommandContext& ctx) {
     req.set_include_dead(*all);
     req.set_at_revision(*rev);
     v1::ListJobsResponse resp;
-    if (!Fetch(ctx, client, req, &resp, [&](auto* c, auto& r, auto* o) { return client.stub().ListJobs(c, r, o); })) {
-      return;
-    }
-    if (ctx.flags.json) {
-      std::printf("%s\n", ToJson(resp).c_str());
-      return;
-    }
+    if (!CallMaster(ctx, client, &v1::Herd::Stub::ListJobs, req, &resp)) return;
     int64_t now = NowMs();
     Table t({"JOB", "PRIORITY", "STATE", "RUNNING", "PENDING", "DEAD", "AGE"});
     for (const auto& j : resp.jobs()) {
@@ -85,13 +65,7 @@ void AddTasks(CLI::App& app, CommandContext& ctx) {
     req.set_job(*job);
     req.set_at_revision(*rev);
     v1::ListTasksResponse resp;
-    if (!Fetch(ctx, client, req, &resp, [&](auto* c, auto& r, auto* o) { return client.stub().ListTasks(c, r, o); })) {
-      return;
-    }
-    if (ctx.flags.json) {
-      std::printf("%s\n", ToJson(resp).c_str());
-      return;
-    }
+    if (!CallMaster(ctx, client, &v1::Herd::Stub::ListTasks, req, &resp)) return;
     std::printf("%s", TaskTable(resp.tasks(), NowMs()).c_str());
   });
 }
@@ -106,14 +80,7 @@ void AddMachines(CLI::App& app, CommandContext& ctx) {
     v1::ListMachinesRequest req;
     req.set_at_revision(*rev);
     v1::ListMachinesResponse resp;
-    if (!Fetch(ctx, client, req, &resp,
-               [&](auto* c, auto& r, auto* o) { return client.stub().ListMachines(c, r, o); })) {
-      return;
-    }
-    if (ctx.flags.json) {
-      std::printf("%s\n", ToJson(resp).c_str());
-      return;
-    }
+    if (!CallMaster(ctx, client, &v1::Herd::Stub::ListMachines, req, &resp)) return;
     Table t({"MACHINE", "STATE", "ADDRESS", "CPU", "MEMORY", "TASKS", "ATTRIBUTES"});
     for (const auto& m : resp.machines()) {
       std::vector<std::string> attrs;
@@ -143,14 +110,7 @@ void AddCell(CLI::App& app, CommandContext& ctx) {
   cmd->callback([&ctx] {
     Client client(ctx.flags);
     v1::CellInfo info;
-    if (!Fetch(ctx, client, v1::GetCellRequest(), &info,
-               [&](auto* c, auto& r, auto* o) { return client.stub().GetCell(c, r, o); })) {
-      return;
-    }
-    if (ctx.flags.json) {
-      std::printf("%s\n", ToJson(info).c_str());
-      return;
-    }
+    if (!CallMaster(ctx, client, &v1::Herd::Stub::GetCell, v1::GetCellRequest(), &info)) return;
     std::printf("cell %s at %s, revision %lld (durable %lld), up %s\n", info.cell().c_str(), client.master().c_str(),
                 static_cast<long long>(info.revision()), static_cast<long long>(info.durable_revision()),
                 Age(info.started_ms(), NowMs()).c_str());

@@ -65,16 +65,7 @@ void AddQuota(CLI::App& app, CommandContext& ctx) {
     v1::ListQuotasRequest req;
     req.set_user(*owner);
     v1::ListQuotasResponse resp;
-    auto rctx = client.Context();
-    grpc::Status st = client.stub().ListQuotas(rctx.get(), req, &resp);
-    if (!st.ok()) {
-      ctx.exit_code = Fail(client.Error(st));
-      return;
-    }
-    if (ctx.flags.json) {
-      std::printf("%s\n", ToJson(resp).c_str());
-      return;
-    }
+    if (!CallMaster(ctx, client, &v1::Herd::Stub::ListQuotas, req, &resp)) return;
     Table t({"USER", "BAND", "CPU used/limit", "MEMORY used/limit"});
     for (const auto& q : resp.quotas()) {
       auto lim = [&](const std::string& dim) {

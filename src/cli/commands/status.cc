@@ -37,16 +37,7 @@ void AddStatus(CLI::App& app, CommandContext& ctx) {
     req.set_job(*job);
     req.set_at_revision(*rev);
     v1::GetJobResponse resp;
-    auto rctx = client.Context();
-    grpc::Status st = client.stub().GetJob(rctx.get(), req, &resp);
-    if (!st.ok()) {
-      ctx.exit_code = Fail(client.Error(st));
-      return;
-    }
-    if (ctx.flags.json) {
-      std::printf("%s\n", ToJson(resp).c_str());
-      return;
-    }
+    if (!CallMaster(ctx, client, &v1::Herd::Stub::GetJob, req, &resp)) return;
     const v1::Job& j = resp.job();
     const v1::JobSpec& s = j.spec();
     int64_t now = NowMs();

@@ -49,16 +49,7 @@ void AddWhy(CLI::App& app, CommandContext& ctx) {
     v1::WhyRequest req;
     req.set_job(*job);
     v1::WhyResponse resp;
-    auto rctx = client.Context();
-    grpc::Status st = client.stub().Why(rctx.get(), req, &resp);
-    if (!st.ok()) {
-      ctx.exit_code = Fail(client.Error(st));
-      return;
-    }
-    if (ctx.flags.json) {
-      std::printf("%s\n", ToJson(resp).c_str());
-      return;
-    }
+    if (!CallMaster(ctx, client, &v1::Herd::Stub::Why, req, &resp)) return;
     std::printf("job %s: %d pending task%s\n", resp.job().c_str(), resp.pending_tasks(),
                 resp.pending_tasks() == 1 ? "" : "s");
     for (const v1::PendingDiagnosis& d : resp.pending()) {
