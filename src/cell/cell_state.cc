@@ -53,6 +53,7 @@ v1::Task Task::ToProto() const {
   t.set_state_revision(state_revision);
   t.set_message(message);
   t.set_started_ms(started_ms);
+  if (reservation_) reservation_->ToProto(t.mutable_reservation());
   for (const auto& [machine, until] : avoid) {
     v1::AvoidMachine* a = t.add_avoid();
     a->set_machine(machine);
@@ -302,6 +303,8 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
       return CheckRef(m.task_lost().task(), nullptr);
     case v1::Mutation::kTaskRescheduled:
       return CheckRef(m.task_rescheduled().task(), nullptr);
+    case v1::Mutation::kReservationsSet:
+      return CheckReservations(m.reservations_set());
     case v1::Mutation::kMachineRegistered:
       return CheckMachineRegistered(m.machine_registered());
     case v1::Mutation::kMachineDown: {
@@ -356,6 +359,9 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
       break;
     case v1::Mutation::kTaskRescheduled:
       ApplyRescheduled(m, fx);
+      break;
+    case v1::Mutation::kReservationsSet:
+      ApplyReservations(m);
       break;
     case v1::Mutation::kMachineRegistered:
       ApplyMachineRegistered(m, fx);
@@ -638,6 +644,34 @@ void CellState::ApplyRescheduled(const v1::Mutation& m, Effects* fx) {
   Transition(t, v1::Task::PENDING, Event::RESCHEDULE, r.reason().empty() ? "rescheduled" : r.reason(), m, machine);
   fx->pending_added = true;
   UpdateJobState(t->job, m);
+}
+
+absl::Status CellState::CheckReservations(const v1::ReservationsSet& m) const {
+  for (const auto& e : m.entries()) {
+    const Task* t = FindTask(e.job(), e.index());
+    if (t == nullptr) return absl::NotFoundError(absl::StrCat("no task ", TaskName(e.job(), e.index())));
+    ResourceVector r = ResourceVector::FromProto(e.reservation());
+    if (r.AnyNegative() || !r.FitsIn(t->resources)) {
+      return absl::InvalidArgumentError(absl::StrCat("reservation of ", TaskName(e.job(), e.index()), " (",
+                                                     r.ToString(), ") exceeds its limit (", t->resources.ToString(),
+                                                     ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void CellState::ApplyReservations(const v1::Mutation& m) {
+  for (const auto& e : m.reservations_set().entries()) {
+    Task* t = MutableTask(e.job(), e.index());
+    ResourceVector r = ResourceVector::FromProto(e.reservation());
+    if (t->machine != nullptr) {
+      t->machine->reserved -= t->reservation();
+      t->machine->reserved += r;
+      if (r.FitsIn(t->reservation()) && !(r == t->reservation())) freed_revision_ = revision_;
+    }
+    t->reservation_ = r;
+    t->state_revision = revision_;
+  }
 }
 
 void CellState::ApplyMachineRegistered(const v1::Mutation& m, Effects* fx) {

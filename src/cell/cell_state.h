@@ -17,6 +17,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,7 +78,8 @@ struct Task {
   // The master's estimate of what the task really uses. Non-production work
   // is scheduled against others' reservations, production against limits.
   // Equal to the limit until the reclamation issue estimates it.
-  const ResourceVector& reservation() const { return resources; }
+  const ResourceVector& reservation() const { return reservation_ ? *reservation_ : resources; }
+  std::optional<ResourceVector> reservation_;  // set by ReservationsSet
   bool AvoidsMachine(absl::string_view machine, int64_t now_ms) const;
   const EventRec* last_event() const { return history.empty() ? nullptr : &history.back(); }
   v1::Task ToProto() const;
@@ -220,6 +222,8 @@ class CellState {
   void ApplyExited(const v1::Mutation& m, Effects* fx);
   void ApplyLost(const v1::Mutation& m, Effects* fx);
   void ApplyRescheduled(const v1::Mutation& m, Effects* fx);
+  absl::Status CheckReservations(const v1::ReservationsSet& m) const;
+  void ApplyReservations(const v1::Mutation& m);
   void ApplyMachineRegistered(const v1::Mutation& m, Effects* fx);
   void ApplyMachineDown(const v1::Mutation& m, Effects* fx);
   void ApplyMachineUp(const v1::Mutation& m);

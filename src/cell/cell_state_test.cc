@@ -174,6 +174,23 @@ TEST_F(CellStateTest, RescheduleRemembersTheMachineToAvoid) {
   Reject(Rescheduled(Ref("alice/job", 0, 1), "again"), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(CellStateTest, ReservationsLetNonProductionUseTheSlack) {
+  // A production task whose limit fills m1 but which is estimated to use half.
+  Apply(Submit(JobBuilder("svc").Priority(200).Cpu(2000).Memory(4LL << 30).Build()));
+  Apply(Schedule("alice/svc", 0, "m1"));
+  Apply(Submit(JobBuilder("batch").Priority(100).Cpu(1000).Memory(2LL << 30).Build()));
+  Apply(Submit(JobBuilder("prod2").Priority(200).Cpu(1000).Memory(2LL << 30).Build()));
+  Reject(Schedule("alice/batch", 0, "m1"), absl::StatusCode::kFailedPrecondition, "does not fit");
+  Reject(Reserve("alice/svc", 0, 3000, 1 << 30), absl::StatusCode::kInvalidArgument, "exceeds its limit");
+  Apply(Reserve("alice/svc", 0, 1000, 2LL << 30));
+  EXPECT_EQ(state_.FindMachine("m1")->reserved.cpu_millis, 1000);
+  Apply(Schedule("alice/batch", 0, "m1"));                        // non-prod: against reservations
+  Reject(Schedule("alice/prod2", 0, "m1"), absl::StatusCode::kFailedPrecondition, "does not fit");  // prod: limits
+  auto restored = CellState::FromSnapshot(state_.ToSnapshot());
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->FindMachine("m1")->reserved.cpu_millis, 2000);
+}
+
 TEST_F(CellStateTest, KillAndResubmit) {
   Apply(Submit(JobBuilder("job").Tasks(2).Build()));
   Apply(Schedule("alice/job", 0, "m1"));

@@ -97,6 +97,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     t->message = pt.message();
     for (const v1::Event& e : pt.history()) t->history.push_back(FromProto(e));
     for (const v1::AvoidMachine& a : pt.avoid()) t->avoid.emplace_back(a.machine(), a.until_ms());
+    if (pt.has_reservation()) t->reservation_ = ResourceVector::FromProto(pt.reservation());
     if (t->state < v1::Task::PENDING || t->state > v1::Task::DEAD) {
       return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(pt.job(), pt.index()), " has no state"));
     }

@@ -446,6 +446,10 @@ void PassRunner::Run() {
     if (opt_.max_tasks_per_pass > 0 && out_.tasks_considered >= opt_.max_tasks_per_pass) break;
     ++out_.tasks_considered;
     ClassState& cs = ClassFor(t);
+    if (opt_.max_unplaced >= 0 && out_.unplaced > opt_.max_unplaced) {
+      out_.stopped_early = true;
+      break;
+    }
     if (cs.failed) {
       cs.unplaced.push_back(t->index);
       ++out_.unplaced;

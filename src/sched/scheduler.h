@@ -49,6 +49,7 @@ struct PassResult {
   int64_t machines_evaluated = 0;  // (class, machine) feasibility checks
   int64_t scores_computed = 0;
   int64_t preemptions = 0;         // victims proposed
+  bool stopped_early = false;      // max_unplaced was exceeded
 };
 
 class ScoreCache;

@@ -86,6 +86,11 @@ class MemoryLogStore final : public LogStore {
                        const std::function<absl::Status(const v1::Mutation&)>& fn) override;
   absl::Status Compact(int64_t revision) override;
 
+  // Starts an empty store from `snapshot` (e.g. a checkpoint's): the log
+  // continues at snapshot.revision() + 1, and nothing older can be read.
+  // FAILED_PRECONDITION if the store is not empty.
+  absl::Status Restore(const v1::CellSnapshot& snapshot);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -185,6 +185,16 @@ inline v1::Mutation Rescheduled(const v1::TaskRef& ref, const std::string& reaso
   return m;
 }
 
+inline v1::Mutation Reserve(const std::string& job, int32_t index, int64_t cpu, int64_t mem) {
+  v1::Mutation m;
+  auto* e = m.mutable_reservations_set()->add_entries();
+  e->set_job(job);
+  e->set_index(index);
+  e->mutable_reservation()->set_cpu_millis(cpu);
+  e->mutable_reservation()->set_memory_bytes(mem);
+  return m;
+}
+
 inline v1::Mutation SetQuota(const std::string& user, const std::string& band, int64_t cpu, int64_t mem) {
   v1::Mutation m;
   auto* q = m.mutable_quota_set()->mutable_quota();

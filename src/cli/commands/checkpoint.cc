@@ -3,59 +3,29 @@
 // [--revision R]: what a checkpoint holds as of a revision.
 #include <fstream>
 
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
-
 #include "absl/strings/str_cat.h"
+#include "base/status.h"
 #include "cell/cell_state.h"
+#include "cell/checkpoint_codec.h"
 #include "cli/commands/commands.h"
 #include "cli/render/render.h"
 
 namespace herd::cli {
 namespace {
 
-constexpr char kMagic[] = "HERDCKPT1\n";
-
-absl::Status ReadCheckpoint(const std::string& path, int64_t revision, cell::CellState* out,
-                            v1::CheckpointHeader* header) {
+absl::Status ReadCheckpointAt(const std::string& path, int64_t revision, cell::CellState* out,
+                              v1::CheckpointHeader* header) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  char magic[sizeof(kMagic) - 1];
-  in.read(magic, sizeof(magic));
-  if (!in || std::string(magic, sizeof(magic)) != kMagic) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not a Herd checkpoint"));
-  }
-  google::protobuf::io::IstreamInputStream zin(&in);
-  google::protobuf::io::CodedInputStream coded(&zin);
-  coded.SetTotalBytesLimit(INT32_MAX);
-  bool have_snapshot = false;
-  int64_t n = 0;
-  while (true) {
-    uint32_t size;
-    if (!coded.ReadVarint32(&size)) break;
-    auto limit = coded.PushLimit(static_cast<int>(size));
-    v1::CheckpointRecord rec;
-    if (!rec.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-      return absl::DataLossError(absl::StrCat(path, ": record ", n, " is corrupt"));
-    }
-    coded.PopLimit(limit);
-    ++n;
-    if (rec.has_header()) {
-      *header = rec.header();
-    } else if (rec.has_snapshot()) {
-      auto s = cell::CellState::FromSnapshot(rec.snapshot());
-      if (!s.ok()) return s.status();
-      *out = std::move(*s);
-      have_snapshot = true;
-    } else if (rec.has_mutation()) {
-      if (!have_snapshot) return absl::DataLossError(absl::StrCat(path, ": mutation before the snapshot"));
-      if (revision > 0 && rec.mutation().revision() > revision) break;
-      if (absl::Status st = out->Apply(rec.mutation()); !st.ok()) {
-        return absl::DataLossError(absl::StrCat(path, ": revision ", rec.mutation().revision(), ": ", st.message()));
-      }
+  HERD_ASSIGN_OR_RETURN(cell::Checkpoint cp, cell::ReadCheckpoint(in, path));
+  *header = cp.header;
+  HERD_ASSIGN_OR_RETURN(*out, cell::CellState::FromSnapshot(cp.snapshot));
+  for (const v1::Mutation& m : cp.log) {
+    if (revision > 0 && m.revision() > revision) break;
+    if (absl::Status st = out->Apply(m); !st.ok()) {
+      return absl::DataLossError(absl::StrCat(path, ": revision ", m.revision(), ": ", st.message()));
     }
   }
-  if (!have_snapshot) return absl::DataLossError(absl::StrCat(path, " has no snapshot"));
   return absl::OkStatus();
 }
 
@@ -81,22 +51,19 @@ void AddCheckpoint(CLI::App& app, CommandContext& ctx) {
       ctx.exit_code = Fail(absl::InvalidArgumentError(absl::StrCat("cannot write ", tmp)));
       return;
     }
-    out.write(kMagic, sizeof(kMagic) - 1);
     v1::CheckpointRecord rec;
     int64_t mutations = 0;
     v1::CheckpointHeader header;
-    {
-      google::protobuf::io::OstreamOutputStream zout(&out);
-      google::protobuf::io::CodedOutputStream coded(&zout);
-      while (reader->Read(&rec)) {
-        if (rec.has_header()) header = rec.header();
-        if (rec.has_mutation()) ++mutations;
-        coded.WriteVarint32(static_cast<uint32_t>(rec.ByteSizeLong()));
-        rec.SerializeWithCachedSizes(&coded);
-      }
+    cell::CheckpointWriter writer(&out);
+    absl::Status wst;
+    while (reader->Read(&rec)) {
+      if (rec.has_header()) header = rec.header();
+      if (rec.has_mutation()) ++mutations;
+      if (wst.ok()) wst = writer.Write(rec);
     }
     grpc::Status st = reader->Finish();
     out.close();
+    if (st.ok() && (!wst.ok() || !out)) st = grpc::Status(grpc::StatusCode::DATA_LOSS, absl::StrCat("cannot write ", tmp));
     if (!st.ok()) {
       std::remove(tmp.c_str());
       ctx.exit_code = Fail(client.Error(st));
@@ -114,7 +81,7 @@ void AddCheckpoint(CLI::App& app, CommandContext& ctx) {
   show->callback([&ctx, file, rev] {
     cell::CellState state;
     v1::CheckpointHeader header;
-    if (absl::Status st = ReadCheckpoint(*file, *rev, &state, &header); !st.ok()) {
+    if (absl::Status st = ReadCheckpointAt(*file, *rev, &state, &header); !st.ok()) {
       ctx.exit_code = Fail(st);
       return;
     }

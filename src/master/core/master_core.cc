@@ -56,6 +56,15 @@ void MasterCore::Start() {
   if (sched_loop_) sched_loop_->Start();
 }
 
+void MasterCore::PollAllMachines() {
+  if (link_shard_) link_shard_->PollAllOnce();
+}
+
+absl::Status MasterCore::StepScheduler() {
+  if (!sched_loop_) return absl::FailedPreconditionError("this master runs no scheduler");
+  return sched_loop_->Step();
+}
+
 void MasterCore::Stop() {
   if (sched_loop_) sched_loop_->Stop();
   if (link_shard_) link_shard_->Stop();

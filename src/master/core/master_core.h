@@ -47,6 +47,10 @@ class MasterCore {
 
   // Starts polling agents and scheduling.
   void Start();
+  // Instead of Start(), for the simulator: poll every machine once, and run
+  // one scheduler round (catch up, pass, propose), on the calling thread.
+  void PollAllMachines();
+  absl::Status StepScheduler();
   void Stop();
   // Called once if the store fails; the process should exit.
   void SetFatalHandler(std::function<void(const absl::Status&)> fn);

@@ -58,6 +58,9 @@ struct Options {
 
   // Stop after this many tasks considered in one pass (0 = no limit).
   int64_t max_tasks_per_pass = 0;
+  // Stop the pass once more than this many tasks are left pending (< 0: never).
+  // For yes/no questions such as the simulator's "does this workload fit?".
+  int64_t max_unplaced = -1;
   // Machines examined for preemption per task, at most.
   int32_t max_preemption_candidates = 256;
   uint64_t seed = 1;

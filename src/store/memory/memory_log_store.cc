@@ -86,6 +86,17 @@ absl::Status MemoryLogStore::ReadLog(int64_t from, int64_t to,
   return absl::OkStatus();
 }
 
+absl::Status MemoryLogStore::Restore(const v1::CellSnapshot& snapshot) {
+  std::lock_guard l(impl_->mu);
+  if (impl_->last != 0 || !impl_->log.empty() || !impl_->snapshots.empty()) {
+    return absl::FailedPreconditionError("restore needs an empty store");
+  }
+  impl_->snapshots[snapshot.revision()] = snapshot;
+  impl_->last = snapshot.revision();
+  impl_->compacted = snapshot.revision();
+  return absl::OkStatus();
+}
+
 absl::Status MemoryLogStore::Compact(int64_t revision) {
   std::lock_guard l(impl_->mu);
   auto it = impl_->snapshots.upper_bound(revision);

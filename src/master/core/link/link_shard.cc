@@ -76,6 +76,22 @@ void LinkShard::Kick(const std::string& machine) {
   }
 }
 
+void LinkShard::PollAllOnce() {
+  std::vector<std::string> names = committer_->Read([](const cell::CellState& s) {
+    std::vector<std::string> out;
+    for (const cell::Machine* m : s.machines()) out.push_back(m->name);
+    return out;
+  });
+  for (const std::string& name : names) {
+    {
+      absl::MutexLock l(&mu_);
+      auto [it, added] = entries_.try_emplace(name);
+      if (added) it->second.health.last_ok_ms = clock_->MonotonicMs();
+    }
+    PollOne(name);
+  }
+}
+
 std::optional<LinkShard::Health> LinkShard::GetHealth(const std::string& machine) const {
   absl::MutexLock l(&mu_);
   auto it = entries_.find(machine);

@@ -54,6 +54,9 @@ class LinkShard {
   void Stop();
   // Polls `machine` as soon as possible (coalesced); adds it if new.
   void Kick(const std::string& machine);
+  // Polls every machine once, in registration order, on the calling thread
+  // (the simulator drives the link this way instead of Start()).
+  void PollAllOnce();
   std::optional<Health> GetHealth(const std::string& machine) const;
 
  private:
