@@ -97,12 +97,14 @@ Workload MakeWorkload(const std::vector<v1::Machine>& machines, const WorkloadOp
   // Raw shapes first (cores, GiB), scaled to the fill target afterwards.
   struct Raw {
     double cores, gib;
+    bool prod, tiny;
   };
   std::vector<Raw> raw;
   Workload w;
   double sum_cores = 0, sum_gib = 0;
   int64_t left = o.tasks;
   int64_t j = 0;
+  int64_t nonprod_so_far = 0, tiny_so_far = 0;
   while (left > 0) {
     int64_t n = std::min(left, JobSize(rng));
     left -= n;
@@ -124,9 +126,19 @@ Workload MakeWorkload(const std::vector<v1::Machine>& machines, const WorkloadOp
     s.set_task_count(static_cast<int32_t>(n));
     s.mutable_task()->add_command("/bin/true");
     const bool prod = IsProd(prio);
-    double cores = prod ? prod_cpu(rng.engine()) : batch_cpu(rng.engine());
-    double gib = std::max(0.03, cores * gib_per_core(rng.engine()));
-    raw.push_back({cores, gib});
+    // A share of non-prod tasks asks for under 0.1 core (fixed, not scaled):
+    // a job is tiny if that brings the share of tiny tasks so far closer to
+    // the target.
+    const double want = o.tiny_nonprod_tasks * static_cast<double>(nonprod_so_far + n);
+    const bool tiny = !prod && std::abs(static_cast<double>(tiny_so_far + n) - want) <
+                                   std::abs(static_cast<double>(tiny_so_far) - want);
+    if (!prod) {
+      nonprod_so_far += n;
+      if (tiny) tiny_so_far += n;
+    }
+    double cores = tiny ? 0.01 + 0.089 * rng.UniformDouble() : (prod ? prod_cpu(rng.engine()) : batch_cpu(rng.engine()));
+    double gib = std::max(0.03, (tiny ? 0.3 : cores) * gib_per_core(rng.engine()));
+    raw.push_back({cores, gib, prod, tiny});
     sum_cores += cores * static_cast<double>(n);
     sum_gib += gib * static_cast<double>(n);
     if (prod && rng.UniformDouble() < 0.3) s.mutable_task()->mutable_resources()->set_ports(1 + rng.Uniform(2));
@@ -166,20 +178,58 @@ Workload MakeWorkload(const std::vector<v1::Machine>& machines, const WorkloadOp
     }
     w.jobs.push_back(std::move(s));
   }
-  // Scale so the most demanded resource is filled to `fill`.
-  double need_cpu = sum_cores * 1000 / cap_cpu, need_mem = sum_gib * (1LL << 30) / cap_mem;
-  double scale = o.fill / std::max(need_cpu, need_mem);
+  // Calibrate: prod requests are scaled against non-prod ones until prod holds
+  // the paper's shares of CPU and memory, and everything is scaled until the
+  // most demanded resource is filled to `fill`. Tiny tasks keep their CPU;
+  // the others keep at least 0.1 core, so the share under 0.1 core is the
+  // tiny share. A few rounds, each adjusting from what the last one gave.
+  double fc = 1, fm = 1, scale = 1;
+  auto final_cpu = [&](size_t i) {
+    if (raw[i].tiny) return raw[i].cores * 1000;
+    return std::max(100.0, raw[i].cores * (raw[i].prod ? fc : 1.0) * scale * 1000);
+  };
+  auto final_mem = [&](size_t i) { return raw[i].gib * (raw[i].prod ? fm : 1.0) * scale * (1LL << 30); };
+  for (int round = 0; round < 12; ++round) {
+    double pc = 0, tc = 0, pm = 0, tm = 0;
+    for (size_t i = 0; i < w.jobs.size(); ++i) {
+      double n = w.jobs[i].task_count();
+      double c = final_cpu(i) * n, m = final_mem(i) * n;
+      tc += c;
+      tm += m;
+      if (raw[i].prod) {
+        pc += c;
+        pm += m;
+      }
+    }
+    auto adjust = [](double prod, double total, double share) {
+      double rest = total - prod;
+      return prod > 0 && rest > 0 ? (share / (1 - share)) / (prod / rest) : 1.0;
+    };
+    fc *= adjust(pc, tc, o.prod_cpu_share);
+    fm *= adjust(pm, tm, o.prod_memory_share);
+    scale *= o.fill / std::max(tc / cap_cpu, tm / cap_mem);
+  }
+  int64_t prod_c = 0, prod_m = 0, nonprod_tasks = 0, tiny_tasks = 0;
   for (size_t i = 0; i < w.jobs.size(); ++i) {
     v1::JobSpec& s = w.jobs[i];
-    int64_t cpu = std::clamp<int64_t>(std::llround(raw[i].cores * scale * 1000), 1, static_cast<int64_t>(max_cpu));
-    int64_t mem = std::clamp<int64_t>(std::llround(raw[i].gib * scale * (1LL << 30)), 4LL << 20,
-                                      static_cast<int64_t>(max_mem));
+    int64_t cpu = std::clamp<int64_t>(std::llround(final_cpu(i)), 1, static_cast<int64_t>(max_cpu));
+    int64_t mem = std::clamp<int64_t>(std::llround(final_mem(i)), 4LL << 20, static_cast<int64_t>(max_mem));
     s.mutable_task()->mutable_resources()->set_cpu_millis(cpu);
     s.mutable_task()->mutable_resources()->set_memory_bytes(mem);
     w.tasks += s.task_count();
     w.cpu_millis += cpu * s.task_count();
     w.memory_bytes += mem * s.task_count();
+    if (raw[i].prod) {
+      prod_c += cpu * s.task_count();
+      prod_m += mem * s.task_count();
+    } else {
+      nonprod_tasks += s.task_count();
+      if (cpu < 100) tiny_tasks += s.task_count();
+    }
   }
+  w.prod_cpu_share = static_cast<double>(prod_c) / static_cast<double>(std::max<int64_t>(1, w.cpu_millis));
+  w.prod_memory_share = static_cast<double>(prod_m) / static_cast<double>(std::max<int64_t>(1, w.memory_bytes));
+  w.tiny_nonprod_share = static_cast<double>(tiny_tasks) / static_cast<double>(std::max<int64_t>(1, nonprod_tasks));
   return w;
 }
 

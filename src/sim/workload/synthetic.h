@@ -36,6 +36,11 @@ struct WorkloadOptions {
   double fill = 0.9;
   uint64_t seed = 1;
   double constrained_jobs = 0.10;    // share of jobs with a hard constraint
+  // Borg §2.1: prod jobs hold ~70% of the CPU and ~55% of the memory
+  // allocated; §3.2: 20% of non-prod tasks ask for less than 0.1 core.
+  double prod_cpu_share = 0.70;
+  double prod_memory_share = 0.55;
+  double tiny_nonprod_tasks = 0.20;
   double anti_affinity_jobs = 0.15;  // share of multi-task jobs with different_machines
   std::string name_prefix = "j";
   std::vector<std::string> users = {"ads", "search", "mail", "maps", "video", "batch", "research", "infra"};
@@ -46,6 +51,10 @@ struct Workload {
   int64_t tasks = 0;
   int64_t cpu_millis = 0;  // sum of requests
   int64_t memory_bytes = 0;
+  // What the generator achieved (the paper's figures it was calibrated to).
+  double prod_cpu_share = 0;
+  double prod_memory_share = 0;
+  double tiny_nonprod_share = 0;  // non-prod tasks under 0.1 core
 };
 
 // Jobs whose total request is about options.fill of `machines`' capacity.

@@ -62,7 +62,10 @@ TEST(Synthetic, WorkloadFillsTheCellDeterministically) {
   EXPECT_GT(single, static_cast<int>(a.jobs.size() * 0.5));
   EXPECT_EQ(bands.size(), 5u);
   EXPECT_NEAR(static_cast<double>(constrained) / a.jobs.size(), 0.10, 0.04);
-  EXPECT_GT(static_cast<double>(tiny) / nonprod, 0.05);
+  EXPECT_NEAR(a.tiny_nonprod_share, 0.20, 0.07);
+  EXPECT_NEAR(static_cast<double>(tiny) / nonprod, a.tiny_nonprod_share, 1e-9);
+  EXPECT_NEAR(a.prod_cpu_share, 0.70, 0.03);
+  EXPECT_NEAR(a.prod_memory_share, 0.55, 0.03);
   WorkloadOptions other = wo;
   other.seed = 2;
   EXPECT_NE(MakeWorkload(ms, other).jobs.size(), a.jobs.size());
