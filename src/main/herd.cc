@@ -14,6 +14,7 @@
 #include "cli/commands/commands.h"
 #include "main/scheduler_role.h"
 #include "main/bench_role.h"
+#include "main/sim_role.h"
 #include "main/up.h"
 #include "master/server/master_server.h"
 #include "rpc/rpc.h"
@@ -162,6 +163,7 @@ int main(int argc, char** argv) {
   herd::AddAgent(app, rc);
   herd::AddScheduler(app, rc);
   herd::AddBench(app, rc);
+  herd::AddSim(app, rc);
   herd::cli::AddUserCommands(app, ctx);
   try {
     app.parse(argc, argv);

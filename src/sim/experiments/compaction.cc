@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 #include <numeric>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/ids.h"
+#include "base/priority.h"
 #include "base/rng.h"
 #include "cell/cell_state.h"
 #include "sched/scheduler.h"
@@ -103,12 +105,27 @@ double BiggestTasks(const SimWorkload& w, int64_t budget, bool cpu) {
 // The fewest leading machines of `order` whose capacity could hold the
 // requests at all (less what the picky allowance may leave pending): no
 // smaller cell can fit.
-int LowerBound(const SimWorkload& w, const std::vector<int32_t>& order, double picky) {
-  double cpu = 0, mem = 0;
-  for (const auto& j : w.jobs) {
-    cpu += static_cast<double>(j.task().resources().cpu_millis()) * j.task_count();
-    mem += static_cast<double>(j.task().resources().memory_bytes()) * j.task_count();
+int LowerBound(const SimWorkload& w, const std::vector<int32_t>& order, double picky, bool reservations) {
+  // Production counts limits; with reclamation, everything else counts
+  // reservations (and production's reservations count against the rest).
+  std::map<std::string, v1::Resources> reserved;
+  if (reservations) {
+    for (const auto& [job, r] : w.reservations) reserved[job] = r;
   }
+  double cpu = 0, mem = 0, prod_cpu = 0, prod_mem = 0;
+  for (const auto& j : w.jobs) {
+    const auto& lim = j.task().resources();
+    auto it = reserved.find(JobId(j.user(), j.name()));
+    const auto& r = it == reserved.end() ? lim : it->second;
+    cpu += static_cast<double>(r.cpu_millis()) * j.task_count();
+    mem += static_cast<double>(r.memory_bytes()) * j.task_count();
+    if (IsProd(j.priority())) {
+      prod_cpu += static_cast<double>(lim.cpu_millis()) * j.task_count();
+      prod_mem += static_cast<double>(lim.memory_bytes()) * j.task_count();
+    }
+  }
+  cpu = std::max(cpu, prod_cpu);
+  mem = std::max(mem, prod_mem);
   const int64_t budget = static_cast<int64_t>(std::floor(picky * static_cast<double>(w.tasks())));
   cpu -= BiggestTasks(w, budget, true);
   mem -= BiggestTasks(w, budget, false);
@@ -136,7 +153,7 @@ absl::StatusOr<CompactionResult> Compact(const SimWorkload& w, const CompactionO
     int64_t pending = 0, checks = 1;
     const int n = static_cast<int>(order.size());
     if (!FitsOn(w, order, n, o, &pending)) return absl::StrCat(n, " ", checks, " nofit");
-    int lo = std::min(n, LowerBound(w, order, o.picky)), hi = n;
+    int lo = std::min(n, LowerBound(w, order, o.picky, o.use_reservations)), hi = n;
     while (lo < hi) {
       int mid = lo + (hi - lo) / 2;
       ++checks;

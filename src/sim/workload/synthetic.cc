@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "base/priority.h"
@@ -92,6 +93,11 @@ Workload MakeWorkload(const std::vector<v1::Machine>& machines, const WorkloadOp
   std::nth_element(cpus.begin(), cpus.begin() + cpus.size() / 2, cpus.end());
   std::nth_element(mems.begin(), mems.begin() + mems.size() / 2, mems.end());
   const double max_cpu = cpus[cpus.size() / 2] * 0.4, max_mem = mems[mems.size() / 2] * 0.4;
+  std::set<std::string> racks;
+  for (const auto& m : machines) {
+    auto it = m.attributes().find("rack");
+    if (it != m.attributes().end()) racks.insert(it->second);
+  }
   // Anti-affinity only where the cell can honour it.
   const int64_t max_spread_job = std::min<int64_t>(2000, static_cast<int64_t>(machines.size()) / 4);
   // Raw shapes first (cores, GiB), scaled to the fill target afterwards.
@@ -174,7 +180,9 @@ Workload MakeWorkload(const std::vector<v1::Machine>& machines, const WorkloadOp
     if (n > 1 && n <= max_spread_job && rng.UniformDouble() < o.anti_affinity_jobs) {
       s.set_different_machines(true);
     } else if (prod && n > 4 && rng.UniformDouble() < 0.05) {
-      (*s.mutable_max_per_domain())["rack"] = static_cast<int32_t>(std::max<int64_t>(1, n / 20));
+      // At most so many per rack that half of the cell's racks suffice.
+      const int64_t half = std::max<int64_t>(1, static_cast<int64_t>(racks.size()) / 2);
+      (*s.mutable_max_per_domain())["rack"] = static_cast<int32_t>((n + half - 1) / half);
     }
     w.jobs.push_back(std::move(s));
   }

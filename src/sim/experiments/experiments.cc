@@ -1,0 +1,400 @@
+#include "sim/experiments/experiments.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "base/ids.h"
+#include "base/priority.h"
+#include "base/status.h"
+#include "base/units.h"
+#include "sim/report/svg.h"
+
+namespace herd::sim {
+namespace {
+
+using report::Cell;
+using report::Num;
+
+// A hash that is the same in every process and run (absl's is seeded per
+// process), so partitions and usage models are reproducible.
+uint64_t StableHash(absl::string_view a, absl::string_view b, uint64_t salt = 0) {
+  uint64_t h = 1469598103934665603ULL ^ salt;
+  for (absl::string_view part : {a, absl::string_view("/"), b}) {
+    for (char c : part) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ULL;
+    }
+  }
+  return h;
+}
+
+struct Spread {
+  double p90 = 0, min = 0, max = 0;
+};
+
+Spread Summarise(std::vector<double> v) {
+  Spread s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.p90 = v[static_cast<size_t>(std::ceil(0.9 * static_cast<double>(v.size()))) - 1];
+  return s;
+}
+
+std::vector<double> Percents(const CompactionResult& r) {
+  std::vector<double> out;
+  for (int n : r.needed) out.push_back(r.Percent(n));
+  return out;
+}
+
+// A workload with the same machines and only some jobs.
+SimWorkload Part(const SimWorkload& w, const std::function<bool(const v1::JobSpec&)>& keep, std::string name) {
+  SimWorkload p;
+  p.name = std::move(name);
+  p.machines = w.machines;
+  for (const auto& j : w.jobs) {
+    if (keep(j)) p.jobs.push_back(j);
+  }
+  for (const auto& r : w.reservations) p.reservations.push_back(r);
+  return p;
+}
+
+absl::StatusOr<CompactionResult> CompactOrEmpty(const SimWorkload& w, const CompactionOptions& o) {
+  if (w.jobs.empty()) {
+    CompactionResult r;
+    r.original = static_cast<int>(w.machines.size());
+    r.needed.assign(static_cast<size_t>(o.seeds), 0);
+    return r;
+  }
+  return Compact(w, o);
+}
+
+// Per seed: (sum of the parts' machines) / (the whole's) - 1, in percent.
+std::vector<double> Overheads(const CompactionResult& whole, const std::vector<CompactionResult>& parts) {
+  std::vector<double> out;
+  for (size_t s = 0; s < whole.needed.size(); ++s) {
+    double sum = 0;
+    for (const auto& p : parts) sum += p.needed[s];
+    out.push_back(whole.needed[s] > 0 ? 100.0 * (sum / whole.needed[s] - 1.0) : 0.0);
+  }
+  return out;
+}
+
+void AddSpread(Figure& f, const std::string& prefix, const Spread& s) {
+  f.results.push_back({prefix + "_p90", s.p90});
+  f.results.push_back({prefix + "_min", s.min});
+  f.results.push_back({prefix + "_max", s.max});
+}
+
+std::string SeedsNote(const CompactionOptions& o) {
+  return absl::StrCat(o.seeds, " seeds; 90th percentile with min and max; ", o.picky * 100,
+                      "% of tasks may stay pending; policy ", sched::PackingPolicyName(o.scheduler.policy));
+}
+
+report::BarChart Bars(std::string title, std::vector<std::string> categories, const std::string& series,
+                      const std::vector<Spread>& values, const std::string& y_label) {
+  report::BarChart c;
+  c.title = std::move(title);
+  c.categories = std::move(categories);
+  c.y.label = y_label;
+  c.y.include_zero = true;
+  c.value_labels = true;
+  c.value_precision = 1;
+  report::BarSeries s;
+  s.name = series;
+  for (const Spread& v : values) {
+    s.values.push_back(v.p90);
+    s.ranges.push_back({v.min, v.max});
+  }
+  c.series.push_back(std::move(s));
+  return c;
+}
+
+}  // namespace
+
+absl::Status WriteFigure(const Figure& f, const std::string& dir) {
+  HERD_RETURN_IF_ERROR(report::WriteFiles(f.table, dir, f.id));
+  for (const auto& [name, svg] : f.charts) HERD_RETURN_IF_ERROR(report::WriteSvg(dir + "/" + name + ".svg", svg));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Figure> RunCompaction(const SimWorkload& w, const CompactionOptions& o) {
+  HERD_ASSIGN_OR_RETURN(CompactionResult r, Compact(w, o));
+  Figure f;
+  f.id = "compaction";
+  f.title = absl::StrCat("Cell compaction: ", w.name);
+  f.table = report::Table({"seed", "machines", "% of original"});
+  for (size_t i = 0; i < r.needed.size(); ++i) {
+    f.table.AddRow({static_cast<int64_t>(o.first_seed + i), r.needed[i], Num(r.Percent(r.needed[i]), 1)});
+  }
+  f.table.AddRow({"90th percentile", r.P90(), Num(r.Percent(r.P90()), 1)});
+  f.table.AddRow({"min", r.Min(), Num(r.Percent(r.Min()), 1)});
+  f.table.AddRow({"max", r.Max(), Num(r.Percent(r.Max()), 1)});
+  report::LineChart c;
+  c.title = "Compacted cell size (Borg Fig. 4)";
+  c.x.label = "machines needed (% of the original cell)";
+  c.y.label = "fraction of seeds";
+  c.y.format = report::TickFormat::kFraction;
+  c.y.min = 0;
+  c.y.max = 1;
+  c.series.push_back(report::CdfSeries(absl::StrCat(w.machines.size(), " machines, ", r.tasks, " tasks"), Percents(r)));
+  c.references.push_back({report::ReferenceLine::Along::kX, r.Percent(r.P90()), "90th percentile"});
+  f.charts.push_back({"compaction-cdf", c.Render()});
+  f.results = {{"machines_p90", r.P90()},
+               {"machines_min", r.Min()},
+               {"machines_max", r.Max()},
+               {"machines_original", r.original},
+               {"percent_p90", r.Percent(r.P90())},
+               {"fits_original", r.fits_original ? 1 : 0},
+               {"checks", static_cast<double>(r.checks)},
+               {"wall_s", r.wall_s}};
+  f.notes = SeedsNote(o);
+  if (!r.fits_original) f.notes += "; the workload does not fit even the whole cell";
+  return f;
+}
+
+absl::StatusOr<Figure> RunPolicies(const SimWorkload& w, const CompactionOptions& o) {
+  Figure f;
+  f.id = "policies";
+  f.title = absl::StrCat("Scoring policies compared by compaction: ", w.name);
+  f.table = report::Table({"policy", "machines p90", "min", "max", "% of original p90", "wall s"});
+  std::vector<Spread> bars;
+  std::vector<std::string> names;
+  std::map<sched::PackingPolicy, int> p90;
+  for (sched::PackingPolicy p :
+       {sched::PackingPolicy::kWorstFit, sched::PackingPolicy::kBestFit, sched::PackingPolicy::kHybrid}) {
+    CompactionOptions po = o;
+    po.scheduler.policy = p;
+    HERD_ASSIGN_OR_RETURN(CompactionResult r, Compact(w, po));
+    std::string name(sched::PackingPolicyName(p));
+    f.table.AddRow({name, r.P90(), r.Min(), r.Max(), Num(r.Percent(r.P90()), 1), Num(r.wall_s, 1)});
+    bars.push_back({r.Percent(r.P90()), r.Percent(r.Min()), r.Percent(r.Max())});
+    names.push_back(name);
+    p90[p] = r.P90();
+    std::string key = name == "worst-fit" ? "worst" : (name == "best-fit" ? "best" : "hybrid");
+    f.results.push_back({key + "_machines_p90", r.P90()});
+    f.results.push_back({key + "_machines_min", r.Min()});
+    f.results.push_back({key + "_machines_max", r.Max()});
+  }
+  double best = p90[sched::PackingPolicy::kBestFit], hybrid = p90[sched::PackingPolicy::kHybrid];
+  f.results.push_back({"hybrid_fewer_than_best_pct", best > 0 ? 100.0 * (best - hybrid) / best : 0});
+  f.charts.push_back({"policies", Bars("Machines needed by scoring policy", names, "machines needed (p90, min-max)",
+                                       bars, "% of the original cell")
+                                      .Render()});
+  f.notes = SeedsNote(o);
+  return f;
+}
+
+absl::StatusOr<Figure> RunSegregateProd(const SimWorkload& w, const CompactionOptions& o) {
+  HERD_ASSIGN_OR_RETURN(CompactionResult whole, CompactOrEmpty(w, o));
+  SimWorkload prod = Part(w, [](const v1::JobSpec& j) { return IsProd(j.priority()); }, "prod");
+  SimWorkload non = Part(w, [](const v1::JobSpec& j) { return !IsProd(j.priority()); }, "non-prod");
+  HERD_ASSIGN_OR_RETURN(CompactionResult rp, CompactOrEmpty(prod, o));
+  HERD_ASSIGN_OR_RETURN(CompactionResult rn, CompactOrEmpty(non, o));
+  Spread over = Summarise(Overheads(whole, {rp, rn}));
+  Figure f;
+  f.id = "segregate-prod";
+  f.title = absl::StrCat("Prod and non-prod in separate cells (Borg Fig. 5): ", w.name);
+  f.table = report::Table({"cell", "jobs", "machines p90", "min", "max"});
+  f.table.AddRow({"combined", static_cast<int64_t>(w.jobs.size()), whole.P90(), whole.Min(), whole.Max()});
+  f.table.AddRow({"prod only", static_cast<int64_t>(prod.jobs.size()), rp.P90(), rp.Min(), rp.Max()});
+  f.table.AddRow({"non-prod only", static_cast<int64_t>(non.jobs.size()), rn.P90(), rn.Min(), rn.Max()});
+  std::vector<double> sums;
+  for (size_t s = 0; s < whole.needed.size(); ++s) sums.push_back(rp.needed[s] + rn.needed[s]);
+  Spread sum = Summarise(sums);
+  f.table.AddRow({"prod + non-prod", Cell(), Num(sum.p90, 0), Num(sum.min, 0), Num(sum.max, 0)});
+  f.table.AddRow({"extra machines %", Cell(), Num(over.p90, 1), Num(over.min, 1), Num(over.max, 1)});
+  Spread comb = Summarise(std::vector<double>(whole.needed.begin(), whole.needed.end()));
+  f.charts.push_back({"segregate-prod", Bars("Segregating prod and non-prod", {"combined", "segregated"},
+                                             "machines needed (p90, min-max)", {comb, sum}, "machines")
+                                            .Render()});
+  AddSpread(f, "extra_machines_pct", over);
+  f.results.push_back({"combined_machines_p90", whole.P90()});
+  f.results.push_back({"segregated_machines_p90", sum.p90});
+  f.notes = SeedsNote(o);
+  return f;
+}
+
+absl::StatusOr<Figure> RunSegregateUsers(const SimWorkload& w, const CompactionOptions& o, std::vector<int> users) {
+  // Users by memory requested.
+  std::map<std::string, double> mem;
+  for (const auto& j : w.jobs) {
+    mem[j.user()] += static_cast<double>(j.task().resources().memory_bytes()) * j.task_count();
+  }
+  std::vector<std::pair<double, std::string>> by;
+  for (const auto& [u, m] : mem) by.push_back({-m, u});
+  std::sort(by.begin(), by.end());
+  HERD_ASSIGN_OR_RETURN(CompactionResult whole, CompactOrEmpty(w, o));
+  Figure f;
+  f.id = "segregate-users";
+  f.title = absl::StrCat("Big users in cells of their own (Borg Fig. 6): ", w.name);
+  f.table = report::Table({"users in own cells", "threshold (memory)", "extra machines % p90", "min", "max"});
+  report::LineChart c;
+  c.title = "Segregating the biggest users";
+  c.x.label = "users given their own cell (the biggest by memory requested)";
+  c.y.label = "extra machines (%)";
+  c.y.include_zero = true;
+  report::LineSeries line;
+  line.name = "extra machines (p90, min-max)";
+  line.markers = true;
+  for (int n : users) {
+    if (n <= 0 || n >= static_cast<int>(by.size())) continue;
+    std::vector<CompactionResult> parts;
+    for (int i = 0; i < n; ++i) {
+      const std::string user = by[static_cast<size_t>(i)].second;
+      HERD_ASSIGN_OR_RETURN(CompactionResult r,
+                            CompactOrEmpty(Part(w, [&](const v1::JobSpec& j) { return j.user() == user; }, user), o));
+      parts.push_back(r);
+    }
+    std::set<std::string> big;
+    for (int i = 0; i < n; ++i) big.insert(by[static_cast<size_t>(i)].second);
+    HERD_ASSIGN_OR_RETURN(CompactionResult rest,
+                          CompactOrEmpty(Part(w, [&](const v1::JobSpec& j) { return !big.count(j.user()); }, "rest"), o));
+    parts.push_back(rest);
+    Spread over = Summarise(Overheads(whole, parts));
+    double threshold = -by[static_cast<size_t>(n - 1)].first;
+    f.table.AddRow({n, FormatBytes(static_cast<int64_t>(threshold)), Num(over.p90, 1), Num(over.min, 1),
+                    Num(over.max, 1)});
+    line.points.push_back({static_cast<double>(n), over.p90});
+    line.y_ranges.push_back({over.min, over.max});
+    AddSpread(f, absl::StrCat("users_", n, "_extra_machines_pct"), over);
+  }
+  c.series.push_back(std::move(line));
+  f.charts.push_back({"segregate-users", c.Render()});
+  f.notes = SeedsNote(o);
+  return f;
+}
+
+absl::StatusOr<Figure> RunSubdivide(const SimWorkload& w, const CompactionOptions& o, std::vector<int> cells) {
+  HERD_ASSIGN_OR_RETURN(CompactionResult whole, CompactOrEmpty(w, o));
+  Figure f;
+  f.id = "subdivide";
+  f.title = absl::StrCat("The cell split into smaller cells (Borg Fig. 7): ", w.name);
+  f.table = report::Table({"cells", "extra machines % p90", "min", "max"});
+  report::LineChart c;
+  c.title = "Subdividing the cell";
+  c.x.label = "number of smaller cells (jobs assigned at random)";
+  c.y.label = "extra machines (%)";
+  c.y.include_zero = true;
+  report::LineSeries line;
+  line.name = "extra machines (p90, min-max)";
+  line.markers = true;
+  for (int n : cells) {
+    if (n < 2) continue;
+    std::vector<CompactionResult> parts;
+    for (int k = 0; k < n; ++k) {
+      auto keep = [&](const v1::JobSpec& j) {
+        return StableHash(j.user(), j.name()) % static_cast<uint64_t>(n) == static_cast<uint64_t>(k);
+      };
+      HERD_ASSIGN_OR_RETURN(CompactionResult r, CompactOrEmpty(Part(w, keep, absl::StrCat("part ", k)), o));
+      parts.push_back(r);
+    }
+    Spread over = Summarise(Overheads(whole, parts));
+    f.table.AddRow({n, Num(over.p90, 1), Num(over.min, 1), Num(over.max, 1)});
+    line.points.push_back({static_cast<double>(n), over.p90});
+    line.y_ranges.push_back({over.min, over.max});
+    AddSpread(f, absl::StrCat("cells_", n, "_extra_machines_pct"), over);
+  }
+  c.series.push_back(std::move(line));
+  f.charts.push_back({"subdivide", c.Render()});
+  f.notes = SeedsNote(o);
+  return f;
+}
+
+v1::JobSpec Bucketed(v1::JobSpec job) {
+  auto cpu = [](int64_t m) {
+    int64_t b = 500;
+    while (b < m) b *= 2;
+    return b;
+  };
+  auto mem = [](int64_t m) {
+    int64_t b = 1LL << 30;
+    while (b < m) b *= 2;
+    return b;
+  };
+  auto* r = job.mutable_task()->mutable_resources();
+  r->set_cpu_millis(cpu(r->cpu_millis()));
+  r->set_memory_bytes(mem(r->memory_bytes()));
+  for (auto& o : *job.mutable_overrides()) {
+    if (o.has_cpu_millis()) o.set_cpu_millis(cpu(o.cpu_millis()));
+    if (o.has_memory_bytes()) o.set_memory_bytes(mem(o.memory_bytes()));
+  }
+  return job;
+}
+
+absl::StatusOr<Figure> RunBucketing(const SimWorkload& w, const CompactionOptions& o) {
+  HERD_ASSIGN_OR_RETURN(CompactionResult whole, CompactOrEmpty(w, o));
+  SimWorkload b = w;
+  for (auto& j : b.jobs) j = Bucketed(j);
+  HERD_ASSIGN_OR_RETURN(CompactionResult rb, CompactOrEmpty(b, o));
+  Spread over = Summarise(Overheads(whole, {rb}));
+  Figure f;
+  f.id = "bucketing";
+  f.title = absl::StrCat("Requests rounded up to powers of two (Borg Fig. 9): ", w.name);
+  f.table = report::Table({"requests", "machines p90", "min", "max"});
+  f.table.AddRow({"as asked", whole.P90(), whole.Min(), whole.Max()});
+  f.table.AddRow({"bucketed", rb.P90(), rb.Min(), rb.Max()});
+  f.table.AddRow({"extra machines %", Num(over.p90, 1), Num(over.min, 1), Num(over.max, 1)});
+  Spread a = Summarise(std::vector<double>(whole.needed.begin(), whole.needed.end()));
+  Spread bb = Summarise(std::vector<double>(rb.needed.begin(), rb.needed.end()));
+  f.charts.push_back({"bucketing", Bars("Bucketing requests", {"as asked", "powers of two"},
+                                        "machines needed (p90, min-max)", {a, bb}, "machines")
+                                       .Render()});
+  AddSpread(f, "extra_machines_pct", over);
+  f.notes = SeedsNote(o) + "; CPU rounded up to 0.5, 1, 2, 4... cores, memory to 1, 2, 4... GiB";
+  return f;
+}
+
+void ModelUsage(SimWorkload* w) {
+  w->reservations.clear();
+  for (const auto& j : w->jobs) {
+    uint64_t h = StableHash(j.user(), j.name(), 7);
+    double u_cpu = 0.2 + 0.5 * static_cast<double>(h % 1000) / 1000.0;
+    double u_mem = 0.6 + 0.35 * static_cast<double>((h / 1000) % 1000) / 1000.0;
+    const auto& lim = j.task().resources();
+    v1::Resources r = lim;
+    r.set_cpu_millis(std::min<int64_t>(lim.cpu_millis(), std::llround(lim.cpu_millis() * u_cpu * 1.15)));
+    r.set_memory_bytes(std::min<int64_t>(lim.memory_bytes(), std::llround(lim.memory_bytes() * u_mem * 1.15)));
+    w->reservations.push_back({JobId(j.user(), j.name()), r});
+  }
+}
+
+absl::StatusOr<Figure> RunReclamation(const SimWorkload& w, const CompactionOptions& o) {
+  if (w.reservations.empty()) {
+    return absl::FailedPreconditionError(
+        "reclamation needs usage data to estimate reservations; this workload has none (the Google 2011 sample has "
+        "no task_usage, openb none either); use a synthetic workload");
+  }
+  CompactionOptions off = o, on = o;
+  off.use_reservations = false;
+  on.use_reservations = true;
+  HERD_ASSIGN_OR_RETURN(CompactionResult r_off, Compact(w, off));
+  HERD_ASSIGN_OR_RETURN(CompactionResult r_on, Compact(w, on));
+  std::vector<double> saved;
+  for (size_t s = 0; s < r_off.needed.size(); ++s) {
+    saved.push_back(r_off.needed[s] > 0 ? 100.0 * (1.0 - static_cast<double>(r_on.needed[s]) / r_off.needed[s]) : 0);
+  }
+  Spread sv = Summarise(saved);
+  Figure f;
+  f.id = "reclamation";
+  f.title = absl::StrCat("Resource reclamation (Borg Fig. 10): ", w.name);
+  f.table = report::Table({"non-prod scheduled against", "machines p90", "min", "max"});
+  f.table.AddRow({"limits (reclamation off)", r_off.P90(), r_off.Min(), r_off.Max()});
+  f.table.AddRow({"reservations (on)", r_on.P90(), r_on.Min(), r_on.Max()});
+  f.table.AddRow({"machines saved %", Num(sv.p90, 1), Num(sv.min, 1), Num(sv.max, 1)});
+  Spread a = Summarise(std::vector<double>(r_off.needed.begin(), r_off.needed.end()));
+  Spread b = Summarise(std::vector<double>(r_on.needed.begin(), r_on.needed.end()));
+  f.charts.push_back({"reclamation", Bars("Reclaiming resources for non-prod work", {"reclamation off", "on"},
+                                          "machines needed (p90, min-max)", {a, b}, "machines")
+                                         .Render()});
+  AddSpread(f, "machines_saved_pct", sv);
+  f.notes = SeedsNote(o) + "; reservations from a usage model: CPU 20-70%, memory 60-95% of the limit, +15% margin";
+  return f;
+}
+
+}  // namespace herd::sim

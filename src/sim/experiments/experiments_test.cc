@@ -1,0 +1,136 @@
+#include "sim/experiments/experiments.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "sim/experiments/sources.h"
+#include "testing/builders.h"
+
+namespace herd::sim {
+namespace {
+
+using namespace herd::testing;  // NOLINT
+
+// 12 machines of 4 cores / 8 GiB; prod and batch tasks of 0.6 cores / 1 GiB
+// (bucketing rounds them to 1 core).
+SimWorkload Toy() {
+  SimWorkload w;
+  w.name = "toy";
+  for (int i = 0; i < 12; ++i) {
+    w.machines.push_back(MachineBuilder("m" + std::to_string(i)).Cpu(4000).Memory(8LL << 30).Build());
+  }
+  w.jobs.push_back(JobBuilder("web", "ads").Priority(200).Tasks(12).Cpu(600).Memory(1LL << 30).Build());
+  w.jobs.push_back(JobBuilder("crunch", "batch").Priority(100).Tasks(12).Cpu(600).Memory(1LL << 30).Build());
+  w.jobs.push_back(JobBuilder("small", "misc").Priority(100).Tasks(3).Cpu(600).Memory(1LL << 30).Build());
+  return w;
+}
+
+CompactionOptions Opts() {
+  CompactionOptions o;
+  o.seeds = 3;
+  o.picky = 0;
+  o.parallel = 1;
+  return o;
+}
+
+TEST(Experiments, CompactionFigure) {
+  auto f = RunCompaction(Toy(), Opts());
+  ASSERT_TRUE(f.ok()) << f.status();
+  // 27 tasks x 0.6 cores = 16.2 cores: 5 machines of 4 (6 per machine with 3.6 cores).
+  bool found = false;
+  for (const auto& [k, v] : f->results) {
+    if (k == "machines_p90") {
+      EXPECT_EQ(v, 5);
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+  ASSERT_EQ(f->charts.size(), 1u);
+  EXPECT_NE(f->charts[0].second.find("<svg"), std::string::npos);
+  std::string dir = (std::filesystem::temp_directory_path() / "herd_fig_test").string();
+  ASSERT_TRUE(WriteFigure(*f, dir).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir + "/compaction.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/compaction.json"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/compaction-cdf.svg"));
+  std::filesystem::remove_all(dir);
+}
+
+double Result(const Figure& f, const std::string& key) {
+  for (const auto& [k, v] : f.results) {
+    if (k == key) return v;
+  }
+  ADD_FAILURE() << "no result " << key;
+  return -1;
+}
+
+TEST(Experiments, SegregationAndSubdivisionCostMachines) {
+  SimWorkload w = Toy();
+  auto prod = RunSegregateProd(w, Opts());
+  ASSERT_TRUE(prod.ok()) << prod.status();
+  // Combined 5 machines; prod alone 12 tasks -> 2 machines (7.2 cores: 6 per
+  // machine), non-prod 15 -> 3: 5, or more.
+  EXPECT_GE(Result(*prod, "extra_machines_pct_p90"), 0);
+  auto sub = RunSubdivide(w, Opts(), {3});
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  EXPECT_GE(Result(*sub, "cells_3_extra_machines_pct_p90"), 0);
+  // Two jobs of 7 tasks (4.2 cores) need 2 machines each alone, 3 together
+  // (6 tasks per machine): subdivision costs a third more if they part.
+  SimWorkload two;
+  two.machines = w.machines;
+  two.jobs = {JobBuilder("a", "u1").Tasks(7).Cpu(600).Memory(1LL << 30).Build(),
+              JobBuilder("b", "u2").Tasks(7).Cpu(600).Memory(1LL << 30).Build()};
+  auto users2 = RunSegregateUsers(two, Opts(), {1});
+  ASSERT_TRUE(users2.ok()) << users2.status();
+  EXPECT_NEAR(Result(*users2, "users_1_extra_machines_pct_p90"), 100.0 / 3, 1e-9);
+  auto users = RunSegregateUsers(w, Opts(), {1, 2});
+  ASSERT_TRUE(users.ok()) << users.status();
+  EXPECT_GE(Result(*users, "users_2_extra_machines_pct_p90"), 0);
+}
+
+TEST(Experiments, BucketingAndReclamation) {
+  SimWorkload w = Toy();
+  v1::JobSpec b = Bucketed(w.jobs[0]);
+  EXPECT_EQ(b.task().resources().cpu_millis(), 1000);
+  EXPECT_EQ(b.task().resources().memory_bytes(), 1LL << 30);
+  auto bucket = RunBucketing(w, Opts());
+  ASSERT_TRUE(bucket.ok()) << bucket.status();
+  // 27 one-core tasks need 7 machines instead of 5.
+  EXPECT_NEAR(Result(*bucket, "extra_machines_pct_p90"), 40.0, 1e-9);
+  EXPECT_EQ(RunReclamation(w, Opts()).status().code(), absl::StatusCode::kFailedPrecondition);
+  ModelUsage(&w);
+  auto recl = RunReclamation(w, Opts());
+  ASSERT_TRUE(recl.ok()) << recl.status();
+  EXPECT_GT(Result(*recl, "machines_saved_pct_p90"), 0);
+}
+
+TEST(Experiments, SourcesParseAndValidate) {
+  EXPECT_FALSE(SyntheticWorkload("machines=10,flavour=3").ok());
+  EXPECT_FALSE(SyntheticWorkload("machines=ten").ok());
+  auto w = SyntheticWorkload("machines=50,tasks=2000,fill=0.8,seed=3");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->machines.size(), 50u);
+  EXPECT_EQ(w->tasks(), 2000);
+  auto s = ScheduledState(*w, sched::Options());
+  ASSERT_TRUE(s.ok());
+  EXPECT_GT(s->task_count(v1::Task::RUNNING), 1000);
+  EXPECT_EQ(Google2011Workload("/nonexistent").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(Experiments, RealTraces) {
+  const char* dir = std::getenv("HERD_TRACES");
+  std::string g = std::string(dir ? dir : "") + "/google-2011";
+  if (!dir || !std::filesystem::exists(g + "/task_events")) GTEST_SKIP() << "traces not found under " << g;
+  auto w = Google2011Workload(g, 8000);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_GT(w->machines.size(), 12400u);  // up at 8,000 s (12,477 at the start)
+  EXPECT_GT(w->tasks(), 5000);
+  std::string o = std::string(dir) + "/alibaba-openb-2023";
+  auto ob = OpenbWorkload(o + "/openb_node_list_all_node.csv", o + "/openb_pod_list_gpuspec20.csv");
+  ASSERT_TRUE(ob.ok()) << ob.status();
+  EXPECT_EQ(ob->machines.size(), 1523u);
+  EXPECT_EQ(ob->jobs.size(), 8152u);
+}
+
+}  // namespace
+}  // namespace herd::sim
