@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/server/agent_server.h"
 #include "base/ids.h"
+#include "base/log.h"
 #include "base/units.h"
 #include "cli/commands/commands.h"
 #include "main/scheduler_role.h"
@@ -152,6 +153,9 @@ void AddUp(CLI::App& app, int& rc) {
 }  // namespace herd
 
 int main(int argc, char** argv) {
+  // Logs go to stderr, never stdout (which carries tables and JSON); the
+  // server roles raise the level to info when they start.
+  herd::InitLogging("herd", "", "warn");
   CLI::App app("herd: a cluster manager in the tradition of Borg", "herd");
   app.require_subcommand(1);
   app.fallthrough();

@@ -12,7 +12,9 @@
 #include "cell/checkpoint_codec.h"
 #include "sim/core/driver.h"
 #include "sim/core/questions.h"
+#include "cli/render/render.h"
 #include "sim/experiments/experiments.h"
+#include "sim/experiments/replay.h"
 #include "sim/experiments/sources.h"
 #include "sim/report/table.h"
 #include "spec/spec.h"
@@ -330,6 +332,62 @@ void AddCheckpointReplay(CLI::App* sim, int& rc) {
   });
 }
 
+void AddReplay(CLI::App* sim, int& rc) {
+  auto* cmd = sim->add_subcommand("replay", "Replay a window of the Google 2011 trace through the real master");
+  auto dir = std::make_shared<std::string>();
+  auto o = std::make_shared<sim::ReplayOptions>();
+  auto tick = std::make_shared<double>(30);
+  auto ex = std::make_shared<ExperimentFlags>();
+  cmd->add_option("--google2011", *dir, "The trace directory (machine_events/, task_events/)")->required();
+  cmd->add_option("--from", o->from_s, "Start, seconds into the trace (default: the task events' first)");
+  cmd->add_option("--to", o->to_s, "End, seconds into the trace (default: their last)");
+  cmd->add_option("--tick", *tick, "Seconds between simulated polls")->capture_default_str();
+  cmd->add_option("--policy", ex->policy, "Scoring policy: worst, best or hybrid")->capture_default_str();
+  cmd->add_option("--out", ex->out, "Write the timeline (txt, csv, json) and chart (svg) here");
+  cmd->add_flag("--json", ex->json, "Print the timeline as JSON");
+  cmd->callback([&rc, dir, o, tick, ex] {
+    auto p = sched::ParsePackingPolicy(ex->policy);
+    if (!p.ok() || *tick < 1) {
+      rc = Fail(absl::InvalidArgumentError("--policy is worst, best or hybrid; --tick at least 1 second"));
+      return;
+    }
+    o->scheduler.policy = *p;
+    o->tick_ms = static_cast<int64_t>(*tick * 1000);
+    auto f = sim::ReplayGoogle2011(*dir, *o);
+    rc = f.ok() ? Print(*f, *ex) : Fail(f.status());
+  });
+}
+
+void AddDump(CLI::App* sim, int& rc) {
+  auto* cmd = sim->add_subcommand("state", "Print the state Fauxmaster loads from a checkpoint (a CellSnapshot as JSON)");
+  auto file = std::make_shared<std::string>();
+  auto rev = std::make_shared<int64_t>(0);
+  cmd->add_option("file", *file, "The checkpoint")->required();
+  cmd->add_option("--revision", *rev, "As of this revision (default: the last)");
+  cmd->callback([&rc, file, rev] {
+    std::ifstream in(*file, std::ios::binary);
+    auto cp = in ? cell::ReadCheckpoint(in, *file) : absl::StatusOr<cell::Checkpoint>(absl::NotFoundError(absl::StrCat("cannot open ", *file)));
+    if (!cp.ok()) {
+      rc = Fail(cp.status());
+      return;
+    }
+    if (*rev > 0) {
+      std::vector<v1::Mutation> keep;
+      for (auto& m : cp->log) {
+        if (m.revision() <= *rev) keep.push_back(std::move(m));
+      }
+      cp->log = std::move(keep);
+    }
+    auto d = sim::Driver::Create(sim::DriverOptions(), &*cp);
+    if (!d.ok()) {
+      rc = Fail(d.status());
+      return;
+    }
+    v1::CellSnapshot snap = (*d)->master().committer().Read([](const cell::CellState& s) { return s.ToSnapshot(); });
+    std::printf("%s\n", cli::ToJson(snap).c_str());
+  });
+}
+
 }  // namespace
 
 void AddSim(CLI::App& app, int& rc) {
@@ -359,6 +417,8 @@ void AddSim(CLI::App& app, int& rc) {
   AddFit(sim, rc);
   AddEvict(sim, rc);
   AddCheckpointReplay(sim, rc);
+  AddReplay(sim, rc);
+  AddDump(sim, rc);
 }
 
 }  // namespace herd
