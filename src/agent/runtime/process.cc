@@ -188,6 +188,13 @@ std::string SignalName(int sig) {
 }
 
 std::string ExitStatus::Describe() const {
+  std::string bare = DescribeBare();
+  if (!killed_because.empty()) return absl::StrCat(killed_because, " (", bare, ")");
+  if (oom) return absl::StrCat("out of memory: killed by the kernel's OOM killer for exceeding its memory limit (", bare, ")");
+  return bare;
+}
+
+std::string ExitStatus::DescribeBare() const {
   switch (kind) {
     case Kind::kExited:
       return absl::StrCat("exited with code ", exit_code);

@@ -108,10 +108,19 @@ struct ExitStatus {
   std::string message; // kFailed: why the task could not run
   // A failure that restarting cannot fix (exec failed: missing binary, ...).
   bool permanent = false;
+  // The kernel's OOM killer ended it: it used more memory than its limit
+  // (set by the cgroup extension, which reads the cgroup's OOM count).
+  bool oom = false;
+  // Set when the agent itself ended the attempt (unhealthy, machine short of
+  // memory): said instead of the bare signal.
+  std::string killed_because;
 
   bool success() const { return kind == Kind::kExited && exit_code == 0; }
-  // "exited with code 3", "killed by signal 9 (SIGKILL)", or the message.
+  // "exited with code 3", "killed by signal 9 (SIGKILL)", or the message;
+  // "out of memory: ..." or the agent's reason first when known.
   std::string Describe() const;
+  // Only how the process ended.
+  std::string DescribeBare() const;
 };
 
 // Parses the shim's exit line ("exited 3", "signaled 9", "failed MSG").

@@ -1,32 +1,41 @@
 // herd-shim: the per-run parent of a task (like containerd-shim or conmon).
 //
-//   herd-shim RUN_DIR -- ARGV...
+//   herd-shim RUN_DIR [OPTIONS] -- ARGV...      (options: shim_protocol.h)
 //
 // The agent starts one shim per attempt of a run, with the task's environment
 // and working directory. The shim leaves the agent's session, starts the task
-// in its own process group, records its identity in RUN_DIR/task.pid, waits
-// for it and records how it ended in RUN_DIR/exit (see shim_protocol.h).
-// When the task exits, the rest of its process group and any orphans it left
-// (the shim is a child subreaper) are killed, so the end of an attempt means
-// all of its processes are gone. The shim outlives the agent, so tasks keep
-// running while the agent is down and a restarted agent learns from
-// RUN_DIR/exit how a task ended in the meantime.
+// in its own process group (and, as asked, its cgroup, namespaces, root
+// directory and user), records its identity in RUN_DIR/task.pid, waits for
+// it and records how it ended in RUN_DIR/exit. With --log-max-bytes it also
+// carries the task's output from pipes into RUN_DIR/stdout and stderr,
+// rotating them by size. When the task exits, the rest of its process group
+// and any orphans it left (the shim is a child subreaper) are killed, so the
+// end of an attempt means all of its processes are gone. The shim outlives
+// the agent, so tasks keep running while the agent is down or upgraded, and a
+// restarted agent learns from RUN_DIR/exit how a task ended in the meantime.
 //
-// Deliberately tiny: libc only (linked statically), no threads, nothing but
-// async-signal-safe calls between fork and exec.
+// Deliberately tiny: libc only (linked statically) and single-threaded.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "agent/runtime/shim_protocol.h"
 
@@ -36,7 +45,7 @@ namespace shim = herd::agent::shim;
 
 std::string g_run_dir;
 
-std::string RunPath(const char* name) { return g_run_dir + "/" + name; }
+std::string RunPath(const std::string& name) { return g_run_dir + "/" + name; }
 
 void Diag(const char* what, int err) {
   fprintf(stderr, "herd-shim %s: %s: %s\n", g_run_dir.c_str(), what, strerror(err));
@@ -57,7 +66,7 @@ bool WriteAll(int fd, const char* p, size_t n) {
 
 // Writes RUN_DIR/name as a whole: a reader sees the old file or the new one.
 bool WriteAtomic(const char* name, const std::string& text) {
-  std::string tmp = RunPath((std::string(".") + name + ".tmp").c_str());
+  std::string tmp = RunPath(std::string(".") + name + ".tmp");
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     Diag("open tmp file", errno);
@@ -166,8 +175,183 @@ int Fail(const std::string& what, int err) {
   return Finish("failed " + what + ": " + strerror(err));
 }
 
-// Runs in the forked child: becomes the task. Only async-signal-safe calls.
-[[noreturn]] void ExecTask(char** argv, int in, int out, int err, int report_fd) {
+int64_t MonoMs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+// ---- Options ----------------------------------------------------------
+
+struct Options {
+  std::vector<std::string> cgroups;
+  long long log_max_bytes = 0;
+  int log_keep = 0;
+  bool namespaces = false;
+  std::string hostname;
+  std::string root;
+  std::string cwd;
+  long uid = -1;
+  long gid = -1;
+};
+
+bool ParseNumber(const char* text, long long min, long long* out) {
+  char* end;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno != 0 || *end != '\0' || end == text || v < min) return false;
+  *out = v;
+  return true;
+}
+
+// Parses argv[2..] up to "--"; returns the index of the first task argument,
+// or 0 (with a message on stderr) if the command line is wrong.
+int ParseOptions(int argc, char** argv, Options* o) {
+  int i = 2;
+  for (; i < argc && strcmp(argv[i], "--") != 0; ++i) {
+    const char* opt = argv[i];
+    if (strcmp(opt, shim::kOptNamespaces) == 0) {
+      o->namespaces = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "herd-shim: %s needs a value\n", opt);
+      return 0;
+    }
+    const char* val = argv[++i];
+    long long n = 0;
+    if (strcmp(opt, shim::kOptCgroup) == 0) {
+      o->cgroups.push_back(val);
+    } else if (strcmp(opt, shim::kOptLogMaxBytes) == 0 && ParseNumber(val, 0, &n)) {
+      o->log_max_bytes = n;
+    } else if (strcmp(opt, shim::kOptLogKeep) == 0 && ParseNumber(val, 0, &n) && n <= 1000) {
+      o->log_keep = static_cast<int>(n);
+    } else if (strcmp(opt, shim::kOptHostname) == 0) {
+      o->hostname = val;
+    } else if (strcmp(opt, shim::kOptRoot) == 0) {
+      o->root = val;
+    } else if (strcmp(opt, shim::kOptCwd) == 0) {
+      o->cwd = val;
+    } else if (strcmp(opt, shim::kOptUid) == 0 && ParseNumber(val, 0, &n)) {
+      o->uid = static_cast<long>(n);
+    } else if (strcmp(opt, shim::kOptGid) == 0 && ParseNumber(val, 0, &n)) {
+      o->gid = static_cast<long>(n);
+    } else {
+      fprintf(stderr, "herd-shim: bad option %s %s\n", opt, val);
+      return 0;
+    }
+  }
+  if (i + 1 >= argc) {
+    fprintf(stderr, "usage: herd-shim RUN_DIR [OPTIONS] -- ARGV...\n");
+    return 0;
+  }
+  if ((!o->root.empty() || !o->hostname.empty()) && !o->namespaces) {
+    fprintf(stderr, "herd-shim: --root and --hostname need --namespaces\n");
+    return 0;
+  }
+  return i + 1;
+}
+
+// ---- Logs --------------------------------------------------------------
+
+// One of the task's output streams: read from a pipe, appended to
+// RUN_DIR/NAME, rotated to NAME.1 .. NAME.KEEP when it would pass max_bytes.
+struct LogStream {
+  const char* name = nullptr;
+  int pipe_fd = -1;  // read end; -1 once at EOF
+  int file_fd = -1;
+  long long size = 0;
+
+  bool Open() {
+    file_fd = open(RunPath(name).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (file_fd < 0) return false;
+    struct stat st;
+    size = fstat(file_fd, &st) == 0 ? st.st_size : 0;
+    return true;
+  }
+
+  void Rotate(int keep) {
+    close(file_fd);
+    file_fd = -1;
+    std::string base = RunPath(name);
+    if (keep <= 0) {
+      unlink(base.c_str());
+    } else {
+      unlink((base + "." + std::to_string(keep)).c_str());
+      for (int k = keep - 1; k >= 1; --k) {
+        rename((base + "." + std::to_string(k)).c_str(), (base + "." + std::to_string(k + 1)).c_str());
+      }
+      rename(base.c_str(), (base + ".1").c_str());
+    }
+    if (!Open()) Diag("reopen log after rotation", errno);
+  }
+
+  // Copies what the pipe holds now into the file. False at EOF.
+  bool Pump(const Options& o) {
+    char buf[64 * 1024];
+    ssize_t n = read(pipe_fd, buf, sizeof(buf));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+    if (n <= 0) {
+      close(pipe_fd);
+      pipe_fd = -1;
+      return false;
+    }
+    // Fill the file up to the limit, preferably ending at a line break,
+    // then rotate and go on with the rest.
+    const char* p = buf;
+    long long left = n;
+    while (left > 0) {
+      long long take = left;
+      bool full = false;
+      if (o.log_max_bytes > 0) {
+        long long room = o.log_max_bytes - size;
+        if (room <= 0) {
+          Rotate(o.log_keep);
+          if (file_fd < 0) return true;  // cannot write logs: drop the output
+          continue;
+        }
+        if (take > room) {
+          take = room;
+          full = true;
+          const void* nl = memrchr(p, '\n', static_cast<size_t>(take));
+          if (nl != nullptr) take = static_cast<const char*>(nl) - p + 1;
+        }
+      }
+      // A full disk must not stop the task: its output is then dropped.
+      if (file_fd >= 0 && WriteAll(file_fd, p, static_cast<size_t>(take))) size += take;
+      if (full) size = o.log_max_bytes;  // the rest starts a new file
+      p += take;
+      left -= take;
+    }
+    return true;
+  }
+};
+
+// ---- The task ----------------------------------------------------------
+
+// Where the child failed before exec, reported through a close-on-exec pipe.
+struct SetupError {
+  int stage;
+  int err;
+};
+constexpr const char* kStages[] = {"stdio", "cgroup", "namespaces", "hostname", "mount",
+                                   "root",  "cwd",    "user",       "exec"};
+enum Stage { kStdio, kCgroup, kNamespaces, kHostname, kMount, kRoot, kCwd, kUser, kExec };
+
+[[noreturn]] void ChildFail(int report_fd, Stage stage) {
+  SetupError e{stage, errno};
+  (void)!write(report_fd, &e, sizeof(e));
+  _exit(127);
+}
+
+int PivotRoot(const char* new_root, const char* put_old) {
+  return static_cast<int>(syscall(SYS_pivot_root, new_root, put_old));
+}
+
+// Runs in the forked child: becomes the task. The shim is single-threaded,
+// so the child may use anything; it reports a failure before exec through
+// `report_fd` and exits 127.
+[[noreturn]] void ExecTask(const Options& o, char** argv, int in, int out, int err, int report_fd) {
   setpgid(0, 0);
   struct sigaction dfl;
   memset(&dfl, 0, sizeof(dfl));
@@ -178,28 +362,76 @@ int Fail(const std::string& what, int err) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) {
-    int e = errno;
-    (void)!write(report_fd, &e, sizeof(e));
-    _exit(127);
+  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0) ChildFail(report_fd, kStdio);
+  // Into the task's cgroup(s) before anything else, so all it does is
+  // accounted and limited there. "0" moves the writing process.
+  for (const std::string& procs : o.cgroups) {
+    int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "0", 1) != 1) ChildFail(report_fd, kCgroup);
+    close(fd);
+  }
+  if (o.namespaces) {
+    // The pid namespace was entered by the shim (unshare(CLONE_NEWPID)
+    // applies to its children): this process is pid 1 in it.
+    if (unshare(CLONE_NEWNS | CLONE_NEWUTS) != 0) ChildFail(report_fd, kNamespaces);
+    // Nothing mounted here propagates back to the machine.
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ChildFail(report_fd, kMount);
+    if (!o.hostname.empty() && sethostname(o.hostname.data(), o.hostname.size()) != 0) {
+      ChildFail(report_fd, kHostname);
+    }
+    if (!o.root.empty()) {
+      const char* root = o.root.c_str();
+      std::string proc = o.root + "/proc", dev = o.root + "/dev";
+      if (mount(root, root, nullptr, MS_BIND | MS_REC, nullptr) != 0) ChildFail(report_fd, kRoot);
+      if (mount("proc", proc.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+        ChildFail(report_fd, kMount);
+      }
+      if (mount("/dev", dev.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) ChildFail(report_fd, kMount);
+      if (chdir(root) != 0 || PivotRoot(".", ".") != 0 || umount2(".", MNT_DETACH) != 0 || chdir("/") != 0) {
+        ChildFail(report_fd, kRoot);
+      }
+    } else if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+      // A /proc of the new pid namespace: the task sees only its own processes.
+      ChildFail(report_fd, kMount);
+    }
+  }
+  if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) ChildFail(report_fd, kCwd);
+  if (o.gid >= 0 || o.uid >= 0) {
+    if (setgroups(0, nullptr) != 0) ChildFail(report_fd, kUser);
+    if (o.gid >= 0 && setgid(static_cast<gid_t>(o.gid)) != 0) ChildFail(report_fd, kUser);
+    if (o.uid >= 0 && setuid(static_cast<uid_t>(o.uid)) != 0) ChildFail(report_fd, kUser);
   }
   // Nothing but stdio crosses into the task.
   close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
   execvp(argv[0], argv);
-  int e = errno;
-  (void)!write(report_fd, &e, sizeof(e));
-  _exit(127);
+  ChildFail(report_fd, kExec);
+}
+
+// Reaps children other than the task; true once the task has exited (it is
+// left unreaped, so its pid and process group id stay reserved).
+bool TaskExited(pid_t task) {
+  while (true) {
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0) {
+      if (errno == EINTR) continue;
+      return errno == ECHILD;  // cannot happen while the task is unreaped
+    }
+    if (info.si_pid == 0) return false;
+    if (info.si_pid == task) return true;
+    waitpid(info.si_pid, nullptr, 0);
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4 || strcmp(argv[2], "--") != 0) {
-    fprintf(stderr, "usage: herd-shim RUN_DIR -- ARGV...\n");
-    return 2;
-  }
+  Options o;
+  int first = argc >= 2 ? ParseOptions(argc, argv, &o) : 0;
+  if (first == 0) return 2;
   g_run_dir = argv[1];
-  char** task_argv = argv + 3;
+  char** task_argv = argv + first;
+  const bool pump = o.log_max_bytes > 0;
 
   // Own session: the agent's terminal, session and death do not reach us.
   setsid();
@@ -210,37 +442,68 @@ int main(int argc, char** argv) {
   signal(SIGHUP, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
   signal(SIGPIPE, SIG_IGN);
+  // Children's exits arrive through a signalfd, in one poll loop with the
+  // task's output.
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, nullptr);
+  int sig_fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sig_fd < 0) return Fail("signalfd", errno);
 
-  int out = open(RunPath(shim::kStdoutFile).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (out < 0) return Fail("open stdout", errno);
-  int err = open(RunPath(shim::kStderrFile).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (err < 0) return Fail("open stderr", errno);
+  LogStream streams[2];
+  streams[0].name = shim::kStdoutFile;
+  streams[1].name = shim::kStderrFile;
+  int task_out = -1, task_err = -1;
+  for (int s = 0; s < 2; ++s) {
+    if (!streams[s].Open()) return Fail(std::string("open ") + streams[s].name, errno);
+    int& task_end = s == 0 ? task_out : task_err;
+    if (pump) {
+      int p[2];
+      if (pipe2(p, O_CLOEXEC) != 0) return Fail("pipe", errno);
+      fcntl(p[0], F_SETFL, O_NONBLOCK);
+      streams[s].pipe_fd = p[0];
+      task_end = p[1];
+    } else {
+      task_end = streams[s].file_fd;  // the task appends to the file itself
+    }
+  }
   int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (in < 0) return Fail("open /dev/null", errno);
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) return Fail("pipe", errno);
+  // A new pid namespace applies to the children forked after this.
+  if (o.namespaces && unshare(CLONE_NEWPID) != 0) {
+    return Finish(std::string("failed ") + shim::kSetupFailedPrefix + "namespaces: " + strerror(errno));
+  }
 
   pid_t pid = fork();
   if (pid < 0) return Fail("fork", errno);
-  if (pid == 0) ExecTask(task_argv, in, out, err, report[1]);
+  if (pid == 0) ExecTask(o, task_argv, in, task_out, task_err, report[1]);
 
   setpgid(pid, pid);  // also done by the child; whichever runs first wins
   close(report[1]);
   close(in);
-  close(out);
-  close(err);
-  int exec_errno = 0;
+  if (pump) {
+    close(task_out);
+    close(task_err);
+  }
+  SetupError setup{};
   ssize_t n;
   do {
-    n = read(report[0], &exec_errno, sizeof(exec_errno));
+    n = read(report[0], &setup, sizeof(setup));
   } while (n < 0 && errno == EINTR);
   close(report[0]);
-  if (n == static_cast<ssize_t>(sizeof(exec_errno))) {
+  if (n == static_cast<ssize_t>(sizeof(setup))) {
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    return Finish(std::string("failed ") + shim::kExecFailedPrefix + strerror(exec_errno) + " (" +
-                  task_argv[0] + ")");
+    const char* stage = setup.stage >= 0 && setup.stage <= kExec ? kStages[setup.stage] : "?";
+    if (setup.stage == kExec) {
+      return Finish(std::string("failed ") + shim::kExecFailedPrefix + strerror(setup.err) + " (" + task_argv[0] +
+                    ")");
+    }
+    return Finish(std::string("failed ") + shim::kSetupFailedPrefix + stage + ": " + strerror(setup.err));
   }
 
   // The task has exec'd (or is already a zombie, whose stat still reads).
@@ -249,18 +512,24 @@ int main(int argc, char** argv) {
            static_cast<int>(getpid()), StartTime(getpid()));
   WriteAtomic(shim::kTaskPidFile, line);
 
-  // Wait for the task without reaping it, so its pid (and thus its process
-  // group id) cannot be reused while we kill what it left behind in its
-  // group. Orphaned descendants re-parented to us meanwhile are reaped.
-  while (true) {
-    siginfo_t info;
-    memset(&info, 0, sizeof(info));
-    if (waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) < 0) {
-      if (errno == EINTR) continue;
-      return Fail("waitid", errno);
+  // Carry output and wait for the task without reaping it, so its pid (and
+  // thus its process group id) cannot be reused while we kill what it left
+  // behind in its group. Orphaned descendants re-parented to us meanwhile
+  // are reaped.
+  while (!TaskExited(pid)) {
+    struct pollfd fds[3];
+    int nfds = 0;
+    fds[nfds++] = {sig_fd, POLLIN, 0};
+    for (LogStream& s : streams) {
+      if (s.pipe_fd >= 0) fds[nfds++] = {s.pipe_fd, POLLIN, 0};
     }
-    if (info.si_pid == pid) break;
-    waitpid(info.si_pid, nullptr, 0);
+    if (poll(fds, static_cast<nfds_t>(nfds), -1) < 0 && errno != EINTR) return Fail("poll", errno);
+    struct signalfd_siginfo si;
+    while (read(sig_fd, &si, sizeof(si)) > 0) {
+    }
+    for (LogStream& s : streams) {
+      if (s.pipe_fd >= 0) s.Pump(o);
+    }
   }
   kill(-pid, SIGKILL);
   int status = 0;
@@ -268,6 +537,17 @@ int main(int argc, char** argv) {
     if (errno != EINTR) return Fail("waitpid", errno);
   }
   KillOrphans();
+  // Everything that could write to the pipes is gone: drain them (bounded,
+  // should something outside the task hold a write end).
+  const int64_t drain_until = MonoMs() + 2000;
+  for (LogStream& s : streams) {
+    while (s.pipe_fd >= 0 && MonoMs() < drain_until) {
+      struct pollfd fd = {s.pipe_fd, POLLIN, 0};
+      if (poll(&fd, 1, 100) > 0) s.Pump(o);
+    }
+    if (s.pipe_fd >= 0) close(s.pipe_fd);
+    if (s.file_fd >= 0) close(s.file_fd);
+  }
   if (WIFSIGNALED(status)) return Finish("signaled " + std::to_string(WTERMSIG(status)));
   return Finish("exited " + std::to_string(WEXITSTATUS(status)));
 }

@@ -1,7 +1,26 @@
-// The contract between the agent and herd-shim: the files the shim writes in
-// a run directory. Header-only and dependency-free so the shim can include it.
+// The contract between the agent and herd-shim: its command line and the
+// files it writes in a run directory. Header-only and dependency-free so the
+// shim can include it.
 //
-//   herd-shim RUN_DIR -- ARGV...
+//   herd-shim RUN_DIR [OPTIONS] -- ARGV...
+//
+// Options (all optional; an older agent passing none gets the plain shim):
+//   --cgroup FILE      the task joins this cgroup (FILE is a cgroup.procs);
+//                      repeated once per hierarchy on cgroup v1
+//   --log-max-bytes N  rotate stdout/stderr when a file would pass N bytes
+//                      (0: never); the shim reads the task's output from
+//                      pipes and writes the files itself
+//   --log-keep K       rotated files kept per stream: stdout.1 .. stdout.K
+//   --namespaces       own mount, pid and uts namespaces (the task is pid 1
+//                      of its pid namespace; /proc shows only its processes)
+//   --hostname NAME    the uts namespace's host name (with --namespaces)
+//   --root DIR         the task's root directory (with --namespaces):
+//                      DIR becomes / (pivot_root); /proc and /dev are
+//                      mounted in it, DIR/proc and DIR/dev must exist
+//   --cwd DIR          working directory inside the task's root (default:
+//                      the shim's own working directory; needed with --root)
+//   --uid N, --gid N   the task runs as this user and group (no
+//                      supplementary groups)
 //
 // RUN_DIR/task.pid  "TASK_PID TASK_START SHIM_PID SHIM_START\n", written
 //                   (tmp + rename) once the task has exec'd. *_START is field
@@ -10,7 +29,8 @@
 // RUN_DIR/exit      one line, written (tmp + rename) after the task ended and
 //                   its process group was killed, just before the shim exits:
 //                     "exited CODE" | "signaled SIGNO" | "failed MESSAGE"
-// RUN_DIR/stdout, RUN_DIR/stderr  the task's output (appended).
+// RUN_DIR/stdout, RUN_DIR/stderr  the task's output (appended), with
+//                   rotated predecessors stdout.1 (newest) .. stdout.K.
 #pragma once
 
 namespace herd::agent::shim {
@@ -24,5 +44,18 @@ inline constexpr char kShimLogFile[] = "shim.log";
 // Prefix of the "failed" message when execvp() itself failed; such failures
 // are permanent (a missing binary does not appear by retrying).
 inline constexpr char kExecFailedPrefix[] = "exec failed: ";
+// Prefix of the "failed" message when setting the task up failed before
+// exec (joining its cgroup, namespaces, root, user): not permanent.
+inline constexpr char kSetupFailedPrefix[] = "setup failed: ";
+
+inline constexpr char kOptCgroup[] = "--cgroup";
+inline constexpr char kOptLogMaxBytes[] = "--log-max-bytes";
+inline constexpr char kOptLogKeep[] = "--log-keep";
+inline constexpr char kOptNamespaces[] = "--namespaces";
+inline constexpr char kOptHostname[] = "--hostname";
+inline constexpr char kOptRoot[] = "--root";
+inline constexpr char kOptCwd[] = "--cwd";
+inline constexpr char kOptUid[] = "--uid";
+inline constexpr char kOptGid[] = "--gid";
 
 }  // namespace herd::agent::shim

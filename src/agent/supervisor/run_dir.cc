@@ -60,6 +60,9 @@ std::string EncodeRunState(const RunState& s) {
                       "backoff_ms=", s.backoff_ms, "\n",
                       "shim_pid=", s.shim.pid, "\n",
                       "shim_start=", s.shim.start_time, "\n",
+                      "quick_failures=", s.quick_failures, "\n",
+                      "oom=", s.oom ? 1 : 0, "\n",
+                      "evicted=", s.evicted ? 1 : 0, "\n",
                       "last_exit=", one_line(s.last_exit), "\n",
                       "message=", one_line(s.message), "\n");
 }
@@ -100,6 +103,14 @@ absl::StatusOr<RunState> DecodeRunState(absl::string_view text) {
       ok = ParseInt(value, &s.shim.pid);
     } else if (key == "shim_start") {
       ok = ParseInt(value, &s.shim.start_time);
+    } else if (key == "quick_failures") {
+      ok = ParseInt(value, &s.quick_failures);
+    } else if (key == "oom") {
+      ok = ParseInt(value, &flag);
+      s.oom = flag != 0;
+    } else if (key == "evicted") {
+      ok = ParseInt(value, &flag);
+      s.evicted = flag != 0;
     } else if (key == "last_exit") {
       s.last_exit = std::string(value);
     } else if (key == "message") {
@@ -160,19 +171,45 @@ absl::Status RunDir::ClearAttempt() const {
   return Unlink(File(shim::kExitFile));
 }
 
-std::map<std::string, std::string> TaskEnvironment(const v1::TaskRun& spec, const RunDir& dir) {
+std::map<std::string, std::string> TaskEnvironment(const v1::TaskRun& spec, const RunDir& dir,
+                                                   const std::map<std::string, std::string>& extra) {
   std::map<std::string, std::string> env;
-  for (const auto& [key, value] : spec.env()) {
+  auto add = [&](const std::string& key, const std::string& value) {
     // A key with '=' or NUL cannot be expressed in an environment.
-    if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos) continue;
+    if (key.empty() || key.find('=') != std::string::npos || key.find('\0') != std::string::npos) return;
     env[key] = value;
-  }
+  };
+  for (const auto& [key, value] : spec.env()) add(key, value);
+  for (const auto& [key, value] : extra) add(key, value);
   env["HERD_TASK_INDEX"] = absl::StrCat(spec.ref().index());
   env["HERD_JOB"] = spec.ref().job();
   env["HERD_RUN_ID"] = spec.run_id();
   env["HERD_TASK_DIR"] = dir.Sandbox();
   if (env.find("PATH") == env.end()) env["PATH"] = kDefaultPath;
   return env;
+}
+
+std::string SubstituteVariables(absl::string_view text, const std::map<std::string, std::string>& vars) {
+  if (vars.empty() || text.find("${") == absl::string_view::npos) return std::string(text);
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t open = text.find("${", i);
+    if (open == absl::string_view::npos) break;
+    size_t close = text.find('}', open + 2);
+    if (close == absl::string_view::npos) break;
+    absl::StrAppend(&out, text.substr(i, open - i));
+    auto it = vars.find(std::string(text.substr(open + 2, close - open - 2)));
+    if (it != vars.end()) {
+      out.append(it->second);
+    } else {
+      absl::StrAppend(&out, text.substr(open, close + 1 - open));
+    }
+    i = close + 1;
+  }
+  absl::StrAppend(&out, text.substr(i));
+  return out;
 }
 
 absl::StatusOr<std::string> PrepareWorkdir(const v1::TaskRun& spec, const RunDir& dir) {

@@ -41,6 +41,12 @@ struct RunState {
   int64_t started_ms = 0;  // wall time the current/last attempt started
   int64_t backoff_ms = 0;  // the delay of the latest backoff (0: none yet)
   ProcessId shim;          // the current attempt's shim, once spawned
+  // Attempts in a row that failed soon after starting (reset by a success or
+  // an attempt that ran long): a crash loop once it reaches the agent's
+  // threshold.
+  int32_t quick_failures = 0;
+  bool oom = false;      // the last attempt was killed by the OOM killer
+  bool evicted = false;  // terminal because the agent evicted it (memory shortage)
 };
 
 std::string EncodeRunState(const RunState& state);
@@ -71,9 +77,15 @@ class RunDir {
   std::string path_;
 };
 
-// The environment a task runs with: its TaskRun env plus HERD_TASK_INDEX,
-// HERD_JOB, HERD_RUN_ID, HERD_TASK_DIR (the sandbox), and PATH if unset.
-std::map<std::string, std::string> TaskEnvironment(const v1::TaskRun& spec, const RunDir& dir);
+// The environment a task runs with: its TaskRun env, then `extra` (from
+// extensions, e.g. HERD_PORT_HTTP), then HERD_TASK_INDEX, HERD_JOB,
+// HERD_RUN_ID, HERD_TASK_DIR (the sandbox), and PATH if unset.
+std::map<std::string, std::string> TaskEnvironment(const v1::TaskRun& spec, const RunDir& dir,
+                                                   const std::map<std::string, std::string>& extra = {});
+
+// Replaces ${NAME} in `text` by vars[NAME] where NAME is known; everything
+// else (unknown names, "$x", a lone "$") is left as it is.
+std::string SubstituteVariables(absl::string_view text, const std::map<std::string, std::string>& vars);
 
 // The task's working directory: the sandbox, or TaskRun.workdir relative to
 // it (an absolute workdir is used as is). Creates it under the sandbox.

@@ -90,10 +90,36 @@ struct Supervisor::Run {
   int64_t kill_at_mono_ms = 0;  // when stopping: SIGKILL then
   bool sigterm_sent = false;
   bool sigkill_sent = false;
+  // An extension is not ready for the attempt yet: ask it again then.
+  int64_t prepare_retry_mono_ms = 0;
+  // The agent ended the current attempt (KillAttempt): why, and whether the
+  // run is evicted rather than restarted.
+  std::string kill_reason;
+  bool evict = false;
+};
+
+class Supervisor::Control final : public SupervisorControl {
+ public:
+  explicit Control(Supervisor* s) : s_(s) {}
+  void KillAttempt(const std::string& run_id, std::string reason, bool evict) override {
+    Push({run_id, std::move(reason), evict});
+  }
+  void Retry() override { Push({}); }
+  void Changed() override { Push({"", "", false}); }
+
+ private:
+  void Push(Action a) {
+    {
+      absl::MutexLock l(&s_->actions_mu_);
+      s_->actions_.push_back(std::move(a));
+    }
+    s_->Wake();
+  }
+  Supervisor* const s_;
 };
 
 Supervisor::Supervisor(Options options)
-    : options_(std::move(options)), started_ms_(options_.clock->NowMs()) {}
+    : options_(std::move(options)), started_ms_(options_.clock->NowMs()), control_(std::make_unique<Control>(this)) {}
 
 absl::StatusOr<std::unique_ptr<Supervisor>> Supervisor::Create(Options options) {
   if (options.root_dir.empty()) return absl::InvalidArgumentError("Supervisor needs a root_dir");
@@ -133,6 +159,11 @@ absl::Status Supervisor::Init() {
     ev.data.u64 = token;
     if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return Errno("epoll_ctl");
   }
+  for (const auto& ext : options_.extensions) {
+    if (absl::Status st = ext->Init(control_.get()); !st.ok()) {
+      return absl::Status(st.code(), absl::StrCat(ext->name(), ": ", st.message()));
+    }
+  }
   {
     absl::MutexLock l(&mu_);
     for (const std::string& name : ListDir(options_.root_dir + "/runs")) {
@@ -153,8 +184,13 @@ Supervisor::~Supervisor() {
   }
   Wake();
   if (loop_.joinable()) loop_.join();
+  for (const auto& ext : options_.extensions) ext->Shutdown();
   absl::MutexLock l(&mu_);
   for (auto& [id, run] : runs_) PersistLocked(*run);
+}
+
+RunView Supervisor::ViewOf(const Run& run) const {
+  return RunView{run.spec, run.dir, run.state.phase, run.task, run.state.desired};
 }
 
 std::string Supervisor::RunPath(absl::string_view run_id) const {
@@ -204,6 +240,7 @@ void Supervisor::RecoverRunLocked(const std::string& run_id) {
   if (run->watch >= 0) watch_to_run_[run->watch] = run_id;
   Run& r = *run;
   runs_[run_id] = std::move(run);
+  for (const auto& ext : options_.extensions) ext->Recovered(ViewOf(r));
   const int64_t now = options_.clock->MonotonicMs();
   if (!r.state.desired) r.kill_at_mono_ms = now + GraceMs(r);  // the stop starts over
 
@@ -231,6 +268,9 @@ void Supervisor::RecoverRunLocked(const std::string& run_id) {
       }
       WatchShimLocked(r, *std::move(pidfd));
       HERD_LOG_INFO("run {}: adopted shim {} (task {})", run_id, shim.pid, r.task.pid);
+      if (r.task.known()) {
+        for (const auto& ext : options_.extensions) ext->Started(ViewOf(r), /*recovered=*/true);
+      }
       return;
     }
     exit = ReadExitFile(r.dir.path());  // it may have exited just now
@@ -252,7 +292,8 @@ void Supervisor::RecoverRunLocked(const std::string& run_id) {
   lost.exit_code = -1;
   if (pids.ok() && IsRunning(pids->task)) {
     // The task outlived its shim, so nobody can learn its exit status: end it.
-    (void)SignalProcessGroup(pids->task.pid, SIGKILL);
+    r.task = pids->task;
+    KillAllLocked(r);
     lost.message = "herd-shim died; task killed (exit status unknowable)";
   } else {
     lost.message = "lost: herd-shim and task gone without an exit record (machine restarted?)";
@@ -336,7 +377,28 @@ v1::RunStatus Supervisor::StatusOf(const Run& run) const {
   s.set_message(run.state.message);
   s.set_started_ms(run.state.started_ms);
   s.set_desired(run.state.desired);
+  s.set_crash_looping(!run.state.terminal && run.state.quick_failures >= options_.crash_loop_failures);
+  s.set_oom_killed(run.state.oom);
+  s.set_evicted(run.state.evicted);
+  RunView view = ViewOf(run);
+  for (const auto& ext : options_.extensions) ext->Describe(view, &s);
   return s;
+}
+
+void Supervisor::DescribeMachine(v1::PollResponse* response) const {
+  for (const auto& ext : options_.extensions) ext->DescribeMachine(response);
+}
+
+absl::StatusOr<ProcessId> Supervisor::TaskOf(absl::string_view run_id) const {
+  absl::MutexLock l(&mu_);
+  auto it = runs_.find(std::string(run_id));
+  if (it == runs_.end()) return absl::NotFoundError(absl::StrCat("no run ", run_id, " on this machine"));
+  const Run& run = *it->second;
+  if (!run.shim_pidfd.valid() || !run.task.known() || run.state.phase != v1::Task::ACTIVE) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run_id, " is not running (", v1::Task::Phase_Name(run.state.phase), ")"));
+  }
+  return run.task;
 }
 
 absl::StatusOr<std::string> Supervisor::LogPath(absl::string_view run_id, bool stderr_stream) const {
@@ -369,6 +431,7 @@ void Supervisor::Loop() {
     {
       absl::MutexLock l(&mu_);
       if (stopping_) return;
+      RunActionsLocked();
       ReconcileLocked();
       timeout = NextTimeoutMsLocked();
     }
@@ -399,6 +462,7 @@ int Supervisor::NextTimeoutMsLocked() {
   const int64_t now = options_.clock->MonotonicMs();
   int64_t next = now + kMaxSleepMs;
   if (options_.gc_interval_ms > 0) next = std::min(next, next_gc_mono_ms_);
+  if (!options_.extensions.empty()) next = std::min(next, next_tick_mono_ms_);
   for (const auto& [id, run] : runs_) {
     if (run->state.phase == v1::Task::BACKOFF && run->state.desired) {
       next = std::min(next, run->backoff_until_mono_ms);
@@ -407,6 +471,9 @@ int Supervisor::NextTimeoutMsLocked() {
       next = std::min(next, run->kill_at_mono_ms);
     }
     if (run->shim_pidfd.valid() && !run->task.known()) next = std::min(next, now + kStartingPollMs);
+    if (run->state.phase == v1::Task::STARTING && run->spawn_pending && run->prepare_retry_mono_ms > 0) {
+      next = std::min(next, run->prepare_retry_mono_ms);
+    }
   }
   return static_cast<int>(std::clamp<int64_t>(next - now, 0, kMaxSleepMs));
 }
@@ -442,7 +509,7 @@ void Supervisor::ReconcileLocked() {
     if (it == runs_.end()) continue;
     Run& run = *it->second;
     if (run.state.desired) {
-      if ((run.state.phase == v1::Task::STARTING && run.spawn_pending) ||
+      if ((run.state.phase == v1::Task::STARTING && run.spawn_pending && now >= run.prepare_retry_mono_ms) ||
           (run.state.phase == v1::Task::BACKOFF && now >= run.backoff_until_mono_ms)) {
         StartAttemptLocked(run);
       }
@@ -455,6 +522,53 @@ void Supervisor::ReconcileLocked() {
   if (options_.gc_interval_ms > 0 && now >= next_gc_mono_ms_) {
     CollectGarbageLocked();
     next_gc_mono_ms_ = now + options_.gc_interval_ms;
+  }
+  if (!options_.extensions.empty() && now >= next_tick_mono_ms_) {
+    std::vector<RunView> views;
+    views.reserve(runs_.size());
+    for (const auto& [id, run] : runs_) views.push_back(ViewOf(*run));
+    for (const auto& ext : options_.extensions) ext->Tick(views);
+    next_tick_mono_ms_ = now + std::max<int64_t>(10, options_.tick_ms);
+  }
+}
+
+void Supervisor::RunActionsLocked() {
+  std::vector<Action> actions;
+  {
+    absl::MutexLock l(&actions_mu_);
+    actions.swap(actions_);
+  }
+  if (actions.empty()) return;
+  bool changed = false;
+  for (Action& a : actions) {
+    if (a.run_id.empty()) {
+      // Retry (or Changed): runs waiting on an extension try again now.
+      for (auto& [id, run] : runs_) run->prepare_retry_mono_ms = 0;
+      changed = true;
+      continue;
+    }
+    auto it = runs_.find(a.run_id);
+    if (it == runs_.end()) continue;
+    Run& run = *it->second;
+    if (!run.shim_pidfd.valid() || !run.task.known() || !run.state.desired || !run.kill_reason.empty()) continue;
+    HERD_LOG_WARN("run {}: {}; killing it{}", a.run_id, a.reason, a.evict ? " (evicted)" : "");
+    run.kill_reason = std::move(a.reason);
+    run.evict = a.evict;
+    KillAllLocked(run);
+  }
+  if (changed) ChangedLocked();
+}
+
+void Supervisor::KillAllLocked(Run& run) {
+  bool done = false;
+  RunView view = ViewOf(run);
+  for (const auto& ext : options_.extensions) done |= ext->KillAll(view);
+  // The process group too: the task may not be in a cgroup (no extension,
+  // or the cgroup could not be joined), and the shim keeps its pgid reserved.
+  if (run.task.known() && (!run.shim_pidfd.valid() || !PidfdExited(run.shim_pidfd.get()))) {
+    (void)SignalProcessGroup(run.task.pid, SIGKILL);
+  } else if (!done) {
+    HERD_LOG_DEBUG("run {}: nothing to kill", run.spec.run_id());
   }
 }
 
@@ -495,6 +609,8 @@ void Supervisor::StartAttemptLocked(Run& run) {
   if (absl::Status st = run.dir.ClearAttempt(); !st.ok()) return fail("cannot clear run directory", st, false);
   absl::StatusOr<std::string> workdir = PrepareWorkdir(run.spec, run.dir);
   if (!workdir.ok()) return fail("bad working directory", workdir.status(), true);
+  AttemptSetup setup;
+  if (!PrepareAttemptLocked(run, &setup)) return;
   if (run.state.restarts > 0 && !run.state.last_exit.empty()) {
     run.state.message = absl::StrCat("restart ", run.state.restarts, " after: ", run.state.last_exit);
   }
@@ -505,9 +621,16 @@ void Supervisor::StartAttemptLocked(Run& run) {
 
   SpawnOptions spawn;
   spawn.path = options_.shim_path;
-  spawn.argv = {options_.shim_path, run.dir.path(), "--"};
-  spawn.argv.insert(spawn.argv.end(), run.spec.argv().begin(), run.spec.argv().end());
-  spawn.env = TaskEnvironment(run.spec, run.dir);
+  spawn.argv = {options_.shim_path, run.dir.path()};
+  if (options_.log_max_bytes > 0) {
+    spawn.argv.insert(spawn.argv.end(), {shim::kOptLogMaxBytes, absl::StrCat(options_.log_max_bytes),
+                                         shim::kOptLogKeep, absl::StrCat(std::max(0, options_.log_keep))});
+  }
+  spawn.argv.insert(spawn.argv.end(), setup.shim_args.begin(), setup.shim_args.end());
+  spawn.argv.push_back("--");
+  for (const std::string& arg : run.spec.argv()) spawn.argv.push_back(SubstituteVariables(arg, setup.substitutions));
+  spawn.env = TaskEnvironment(run.spec, run.dir, setup.env);
+  for (auto& [key, value] : spawn.env) value = SubstituteVariables(value, setup.substitutions);
   spawn.cwd = *workdir;
   spawn.stderr_path = run.dir.File(shim::kShimLogFile);
   absl::StatusOr<pid_t> pid = Spawn(spawn);
@@ -532,6 +655,37 @@ void Supervisor::StartAttemptLocked(Run& run) {
   HERD_LOG_DEBUG("run {}: started shim {}", id, *pid);
 }
 
+bool Supervisor::PrepareAttemptLocked(Run& run, AttemptSetup* setup) {
+  RunView view = ViewOf(run);
+  for (const auto& ext : options_.extensions) {
+    absl::Status st = ext->Prepare(view, setup);
+    if (st.ok()) continue;
+    if (absl::IsUnavailable(st)) {
+      // Not ready (a package is being fetched): stay STARTING, ask again on
+      // Retry() or in a second.
+      run.spawn_pending = true;
+      run.prepare_retry_mono_ms = options_.clock->MonotonicMs() + kStartingPollMs;
+      std::string message = absl::StrCat("waiting: ", st.message());
+      if (run.state.message != message) {
+        run.state.message = std::move(message);
+        PersistLocked(run);
+        ChangedLocked();
+      }
+      return false;
+    }
+    ExitStatus exit;
+    exit.kind = ExitStatus::Kind::kFailed;
+    exit.exit_code = -1;
+    exit.message = std::string(st.message());
+    exit.permanent = absl::IsFailedPrecondition(st) || absl::IsInvalidArgument(st);
+    HERD_LOG_WARN("run {}: {}: {}", run.spec.run_id(), ext->name(), exit.message);
+    AttemptEndedLocked(run, exit);
+    return false;
+  }
+  run.prepare_retry_mono_ms = 0;
+  return true;
+}
+
 void Supervisor::WatchShimLocked(Run& run, Fd pidfd) {
   struct epoll_event ev = {};
   ev.events = EPOLLIN;
@@ -553,6 +707,7 @@ void Supervisor::ReadTaskPidLocked(Run& run) {
     PersistLocked(run);
     HERD_LOG_INFO("run {}: active, pid {}", run.spec.run_id(), run.task.pid);
   }
+  for (const auto& ext : options_.extensions) ext->Started(ViewOf(run), /*recovered=*/false);
   ChangedLocked();
 }
 
@@ -570,7 +725,7 @@ void Supervisor::OnShimExitLocked(Run& run) {
     lost.exit_code = -1;
     lost.message = "herd-shim exited without an exit record";
     if (IsRunning(run.task)) {
-      (void)SignalProcessGroup(run.task.pid, SIGKILL);
+      KillAllLocked(run);
       lost.message = "herd-shim died; task killed (exit status unknowable)";
     }
     HERD_LOG_WARN("run {}: {} ({})", run.spec.run_id(), lost.message, exit.status().ToString());
@@ -579,8 +734,16 @@ void Supervisor::OnShimExitLocked(Run& run) {
   AttemptEndedLocked(run, *exit);
 }
 
-void Supervisor::AttemptEndedLocked(Run& run, const ExitStatus& exit) {
+void Supervisor::AttemptEndedLocked(Run& run, const ExitStatus& ended) {
   const std::string id = run.spec.run_id();
+  ExitStatus exit = ended;
+  {
+    RunView view = ViewOf(run);
+    for (const auto& ext : options_.extensions) ext->Ended(view, &exit);
+  }
+  exit.killed_because = std::move(run.kill_reason);
+  run.kill_reason.clear();
+  const bool evict = std::exchange(run.evict, false);
   run.task = ProcessId{};
   run.state.shim = ProcessId{};
   if (!run.state.desired) {
@@ -588,13 +751,24 @@ void Supervisor::AttemptEndedLocked(Run& run, const ExitStatus& exit) {
     RemoveLocked(id);
     return;
   }
+  run.state.oom = exit.oom;
   run.state.exit_code = exit.kind == ExitStatus::Kind::kSignaled ? 0 : exit.exit_code;
   run.state.exit_signal = exit.kind == ExitStatus::Kind::kSignaled ? exit.signal : 0;
   run.state.last_exit = exit.Describe();
   const int64_t ran_ms = run.attempt_mono_ms > 0
                              ? options_.clock->MonotonicMs() - run.attempt_mono_ms
                              : options_.clock->NowMs() - run.state.started_ms;
+  if (exit.success() || ran_ms >= kBackoffResetAfterMs) {
+    run.state.quick_failures = 0;
+  } else {
+    ++run.state.quick_failures;
+  }
   RestartDecision d = DecideRestart(run.spec.restart(), exit, run.state.restarts, run.state.backoff_ms, ran_ms);
+  if (evict) {
+    d.restart = false;
+    d.message = exit.Describe();
+    run.state.evicted = true;
+  }
   run.state.message = d.message;
   if (d.restart) {
     ++run.state.restarts;
@@ -625,9 +799,8 @@ void Supervisor::StopLocked(Run& run) {
   }
   if (!run.sigkill_sent && now >= run.kill_at_mono_ms) {
     run.sigkill_sent = true;
-    absl::Status st = SignalProcessGroup(run.task.pid, SIGKILL);
-    HERD_LOG_INFO("run {}: grace over, SIGKILL to group {}{}", run.spec.run_id(), run.task.pid,
-                  st.ok() ? "" : " failed: " + st.ToString());
+    HERD_LOG_INFO("run {}: grace over, SIGKILL to all of it (task {})", run.spec.run_id(), run.task.pid);
+    KillAllLocked(run);
     run.state.message = "grace period over; killed";
   }
 }
@@ -641,6 +814,10 @@ void Supervisor::RemoveLocked(const std::string& run_id) {
     watch_to_run_.erase(run.watch);
   }
   token_to_run_.erase(run.token);
+  {
+    RunView view = ViewOf(run);
+    for (const auto& ext : options_.extensions) ext->Released(view);
+  }
   run.state.removed = true;
   run.state.removed_ms = options_.clock->NowMs();
   run.state.desired = false;

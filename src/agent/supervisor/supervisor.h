@@ -28,6 +28,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/runtime/process.h"
+#include "agent/supervisor/extension.h"
 #include "agent/supervisor/run_dir.h"
 #include "base/clock.h"
 #include "herd/v1/agent.pb.h"
@@ -49,6 +50,19 @@ class Supervisor {
     int64_t gc_interval_ms = 10 * 60 * 1000;
     // Grace used when a TaskRun's grace_period_ms is 0.
     int64_t default_grace_period_ms = 10'000;
+    // stdout/stderr rotate when a file would pass this size (0: never; the
+    // task then writes its files directly); log_keep rotated files are kept
+    // per stream.
+    int64_t log_max_bytes = 0;
+    int32_t log_keep = 3;
+    // A run whose attempts failed this many times in a row, each soon after
+    // starting, is reported crash_looping (the master moves it).
+    int32_t crash_loop_failures = 5;
+    // Containers, ports, health checks, packages (extension.h), called in
+    // this order. Shared so tests can keep a handle on one.
+    std::vector<std::shared_ptr<Extension>> extensions;
+    // How often extensions' Tick runs.
+    int64_t tick_ms = 1'000;
   };
 
   // Recovers every run found under root_dir (adopting live shims after an
@@ -83,6 +97,13 @@ class Supervisor {
   // while its directory is retained. NOT_FOUND if unknown.
   absl::StatusOr<std::string> LogPath(absl::string_view run_id, bool stderr_stream) const;
 
+  // Machine-wide facts from the extensions (usage, package cache, cgroup
+  // version) for a poll reply.
+  void DescribeMachine(v1::PollResponse* response) const;
+
+  // The run's current attempt's task, if it runs (for herd exec).
+  absl::StatusOr<ProcessId> TaskOf(absl::string_view run_id) const;
+
   // Blocks until the observed state's version differs from `last_version` or
   // `timeout_ms` passed; returns the current version.
   uint64_t WaitForChange(uint64_t last_version, int64_t timeout_ms) const;
@@ -92,8 +113,20 @@ class Supervisor {
 
  private:
   struct Run;
+  class Control;
+  struct Action {
+    std::string run_id;  // empty: retry waiting starts
+    std::string reason;
+    bool evict = false;
+  };
 
   explicit Supervisor(Options options);
+  RunView ViewOf(const Run& run) const;
+  void KillAllLocked(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RunActionsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks the extensions to set up an attempt; false if it cannot start now
+  // (then the run is waiting, failed or terminal).
+  bool PrepareAttemptLocked(Run& run, AttemptSetup* setup) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Init();
   void RecoverRunLocked(const std::string& run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop();
@@ -133,6 +166,13 @@ class Supervisor {
   absl::flat_hash_map<uint64_t, std::string> token_to_run_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, std::string> watch_to_run_ ABSL_GUARDED_BY(mu_);
   int64_t next_gc_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_tick_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Extensions' requests, queued without mu_ (they may come from inside a
+  // hook) and carried out by the loop.
+  std::unique_ptr<Control> control_;
+  absl::Mutex actions_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::vector<Action> actions_ ABSL_GUARDED_BY(actions_mu_);
 
   std::thread loop_;
 };
