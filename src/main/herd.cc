@@ -5,7 +5,9 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <tuple>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/server/agent_server.h"
@@ -92,7 +94,52 @@ void AddAgent(CLI::App& app, int& rc) {
   cmd->add_option("--root", o->root_dir, "Directory for task runs and logs");
   cmd->add_flag("--stop-tasks-on-exit", o->stop_tasks_on_exit, "Stop every task when the agent stops");
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
-  cmd->callback([&rc, o, capacity, attrs] {
+  auto ports = std::make_shared<std::string>();
+  cmd->add_option("--ports", *ports, "Range to allocate tasks' named ports from, LO-HI (default 20000-20999)");
+  cmd->add_option("--cgroup-root", o->cgroup_root,
+                  "Where cgroups are mounted; \"none\" runs tasks without containers")
+      ->capture_default_str();
+  cmd->add_option("--cgroup-parent", o->cgroup_parent, "Cgroup under which this agent's tasks go")
+      ->capture_default_str();
+  auto reserve = std::make_shared<std::string>();
+  cmd->add_option("--memory-reserve", *reserve,
+                  "Memory kept free for the system; below it non-prod tasks are evicted (default 256Mi)");
+  auto log_max = std::make_shared<std::string>();
+  cmd->add_option("--task-log-max-size", *log_max, "Rotate a task's stdout/stderr at this size (default 10Mi)");
+  cmd->add_option("--task-log-keep", o->log_keep, "Rotated files kept per stream")->capture_default_str();
+  auto retention = std::make_shared<std::string>();
+  cmd->add_option("--task-log-retention", *retention, "Keep a task's logs this long after it ended (default 24h)");
+  cmd->add_option("--package-dir", o->package_dir, "Package cache directory (default ROOT/packages)");
+  auto cache = std::make_shared<std::string>();
+  cmd->add_option("--package-cache-size", *cache, "Disk budget of the package cache (default 10Gi)");
+  cmd->callback([&rc, o, capacity, attrs, ports, reserve, log_max, retention, cache] {
+    if (!ports->empty()) {
+      std::pair<std::string, std::string> lh = absl::StrSplit(*ports, absl::MaxSplits('-', 1));
+      if (!absl::SimpleAtoi(lh.first, &o->port_min) || !absl::SimpleAtoi(lh.second, &o->port_max) ||
+          o->port_min < 1 || o->port_max > 65535 || o->port_min > o->port_max) {
+        rc = Usage(absl::StrCat("--ports '", *ports, "' is not a range LO-HI within 1-65535"));
+        return;
+      }
+    }
+    for (auto [flag, text, out] : {std::tuple{"--memory-reserve", reserve.get(), &o->memory_reserve_bytes},
+                                   std::tuple{"--task-log-max-size", log_max.get(), &o->log_max_bytes},
+                                   std::tuple{"--package-cache-size", cache.get(), &o->package_cache_bytes}}) {
+      if (text->empty()) continue;
+      auto bytes = ParseBytes(*text);
+      if (!bytes.ok()) {
+        rc = Usage(absl::StrCat(flag, ": ", bytes.status().message()));
+        return;
+      }
+      *out = *bytes;
+    }
+    if (!retention->empty()) {
+      auto ms = ParseDurationMs(*retention);
+      if (!ms.ok()) {
+        rc = Usage(absl::StrCat("--task-log-retention: ", ms.status().message()));
+        return;
+      }
+      o->log_retention_ms = *ms;
+    }
     if (auto st = rpc::ValidateAddress(o->master); !st.ok()) {
       rc = Usage(absl::StrCat("--master: ", st.message()));
       return;

@@ -201,6 +201,8 @@ int RunUp(const UpOptions& o) {
     children.push_back({name, Spawn({exe, "agent", "--master", o.listen, "--listen", absl::StrCat(host, ":0"),
                                      "--name", name, "--root", (fs::path(data) / "agents" / name).string(),
                                      "--capacity", capacity, "--attr", absl::StrCat("rack=r", i / 2),
+                                     // Agents on one machine share its ports: give each its own range.
+                                     "--ports", absl::StrCat(20000 + 1000 * i, "-", 20999 + 1000 * i),
                                      "--stop-tasks-on-exit"},
                                     (fs::path(data) / "logs" / (name + ".log")).string())});
   }

@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "agent/server/extensions.h"
+#include "agent/server/logs.h"
 #include "agent/supervisor/supervisor.h"
 #include "base/log.h"
 #include "herd/v1/agent.grpc.pb.h"
@@ -60,34 +62,13 @@ class AgentService final : public v1::Agent::Service {
     for (const auto& [k, v] : attrs_) (*resp->mutable_attributes())[k] = v;
     for (auto& r : runs) *resp->add_runs() = std::move(r);
     resp->set_agent_started_ms(sup_->started_ms());
+    sup_->DescribeMachine(resp);
     return grpc::Status::OK;
   }
 
   grpc::Status ReadLogs(grpc::ServerContext* ctx, const v1::ReadLogsRequest* req,
                         grpc::ServerWriter<v1::LogChunk>* writer) override {
-    auto path = sup_->LogPath(req->run_id(), req->stderr());
-    if (!path.ok()) return rpc::ToGrpc(path.status());
-    std::ifstream in(*path, std::ios::binary);
-    if (!in) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("cannot open ", *path));
-    in.seekg(0, std::ios::end);
-    std::streamoff size = in.tellg();
-    std::streamoff start = req->tail_bytes() > 0 ? std::max<std::streamoff>(0, size - req->tail_bytes()) : 0;
-    in.seekg(start);
-    std::string buf(64 << 10, '\0');
-    while (!ctx->IsCancelled()) {
-      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-      std::streamsize n = in.gcount();
-      if (n > 0) {
-        v1::LogChunk chunk;
-        chunk.set_data(buf.data(), static_cast<size_t>(n));
-        if (!writer->Write(chunk)) break;
-        continue;
-      }
-      if (!req->follow()) break;
-      in.clear();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    return grpc::Status::OK;
+    return ServeLogs(*sup_, ctx, *req, writer);
   }
 
   int64_t last_poll_ms() const { return last_poll_ms_.load(); }
@@ -161,9 +142,25 @@ int RunAgent(AgentOptions o) {
   std::map<std::string, std::string> attrs = DetectAttributes();
   for (const auto& [k, v] : o.attributes) attrs[k] = v;
 
+  if (o.port_min < 1 || o.port_max > 65535 || o.port_min > o.port_max) {
+    HERD_LOG_ERROR("bad port range {}-{}", o.port_min, o.port_max);
+    return 1;
+  }
+  capacity.ports = o.port_max - o.port_min + 1;
+  if (o.package_dir.empty()) o.package_dir = o.root_dir + "/packages";
+  absl::StatusOr<std::vector<std::shared_ptr<Extension>>> extensions = BuildExtensions(o);
+  if (!extensions.ok()) {
+    HERD_LOG_ERROR("cannot start the agent: {}", extensions.status().ToString());
+    return 1;
+  }
   Supervisor::Options so;
   so.root_dir = o.root_dir;
   so.shim_path = o.shim_path;
+  so.log_max_bytes = o.log_max_bytes;
+  so.log_keep = o.log_keep;
+  so.log_retention_ms = o.log_retention_ms;
+  so.crash_loop_failures = o.crash_loop_failures;
+  so.extensions = *std::move(extensions);
   auto sup = Supervisor::Create(so);
   if (!sup.ok()) {
     HERD_LOG_ERROR("cannot start the supervisor in {}: {}", o.root_dir, sup.status().ToString());

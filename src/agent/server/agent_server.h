@@ -21,6 +21,33 @@ struct AgentOptions {
   std::map<std::string, std::string> attributes;
   bool stop_tasks_on_exit = false;         // herd up: a stopped dev cell leaves nothing behind
   std::string log_file;
+
+  // Containers: every task in its own cgroup under
+  // <cgroup_root>/<cgroup_parent>/<name>/{ls,batch}/RUN_ID (per hierarchy on
+  // v1). "none" in cgroup_root turns containers off (tasks still run, with
+  // no limits or usage).
+  std::string cgroup_root = "/sys/fs/cgroup";
+  std::string cgroup_parent = "herd";
+  // Memory the agent keeps free for itself and the system: below it, it
+  // evicts non-prod tasks, lowest priority first.
+  int64_t memory_reserve_bytes = 256ll << 20;
+
+  // Task output: rotated when a file passes log_max_bytes, log_keep rotated
+  // files per stream, kept log_retention_ms after the task ended.
+  int64_t log_max_bytes = 10ll << 20;
+  int32_t log_keep = 3;
+  int64_t log_retention_ms = 24ll * 3600 * 1000;
+  // Crash loop: this many quick failures in a row.
+  int32_t crash_loop_failures = 5;
+
+  // Named ports are allocated from [port_min, port_max].
+  int32_t port_min = 20000;
+  int32_t port_max = 20999;
+
+  // Packages: a content-addressed cache (default <root_dir>/packages) kept
+  // under package_cache_bytes by evicting the least recently used.
+  std::string package_dir;
+  int64_t package_cache_bytes = 10ll << 30;
 };
 
 // The machine's resources: cores, memory, the root's free disk, a port range.

@@ -1,0 +1,15 @@
+// Agent.ReadLogs: a run's stdout or stderr, from its run directory.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include "agent/supervisor/supervisor.h"
+#include "herd/v1/agent.pb.h"
+
+namespace herd::agent {
+
+grpc::Status ServeLogs(const Supervisor& sup, grpc::ServerContext* ctx, const v1::ReadLogsRequest& req,
+                       grpc::ServerWriter<v1::LogChunk>* writer);
+
+}  // namespace herd::agent
