@@ -148,6 +148,7 @@ int RunAgent(AgentOptions o) {
   }
   capacity.ports = o.port_max - o.port_min + 1;
   if (o.package_dir.empty()) o.package_dir = o.root_dir + "/packages";
+  o.capacity = capacity;  // what extensions size themselves by (memory for eviction)
   absl::StatusOr<std::vector<std::shared_ptr<Extension>>> extensions = BuildExtensions(o);
   if (!extensions.ok()) {
     HERD_LOG_ERROR("cannot start the agent: {}", extensions.status().ToString());
