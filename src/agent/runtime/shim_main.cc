@@ -193,6 +193,8 @@ struct Options {
   std::string cwd;
   long uid = -1;
   long gid = -1;
+  // --bind SRC DST: (source, destination inside the root).
+  std::vector<std::pair<std::string, std::string>> binds;
 };
 
 bool ParseNumber(const char* text, long long min, long long* out) {
@@ -232,6 +234,12 @@ int ParseOptions(int argc, char** argv, Options* o) {
       o->root = val;
     } else if (strcmp(opt, shim::kOptCwd) == 0) {
       o->cwd = val;
+    } else if (strcmp(opt, shim::kOptBind) == 0) {
+      if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0) {
+        fprintf(stderr, "herd-shim: %s needs SRC and DST\n", opt);
+        return 0;
+      }
+      o->binds.emplace_back(val, argv[++i]);
     } else if (strcmp(opt, shim::kOptUid) == 0 && ParseNumber(val, 0, &n)) {
       o->uid = static_cast<long>(n);
     } else if (strcmp(opt, shim::kOptGid) == 0 && ParseNumber(val, 0, &n)) {
@@ -247,6 +255,10 @@ int ParseOptions(int argc, char** argv, Options* o) {
   }
   if ((!o->root.empty() || !o->hostname.empty()) && !o->namespaces) {
     fprintf(stderr, "herd-shim: --root and --hostname need --namespaces\n");
+    return 0;
+  }
+  if (!o->binds.empty() && o->root.empty()) {
+    fprintf(stderr, "herd-shim: --bind needs --root\n");
     return 0;
   }
   return i + 1;
@@ -383,6 +395,12 @@ int PivotRoot(const char* new_root, const char* put_old) {
       const char* root = o.root.c_str();
       std::string proc = o.root + "/proc", dev = o.root + "/dev";
       if (mount(root, root, nullptr, MS_BIND | MS_REC, nullptr) != 0) ChildFail(report_fd, kRoot);
+      // Directories of the machine the task sees inside its root (its
+      // sandbox): mounted in its own mount namespace, so they vanish with it.
+      for (const auto& [src, dst] : o.binds) {
+        std::string target = o.root + "/" + dst;
+        if (mount(src.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) ChildFail(report_fd, kMount);
+      }
       if (mount("proc", proc.c_str(), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
         ChildFail(report_fd, kMount);
       }
@@ -423,9 +441,260 @@ bool TaskExited(pid_t task) {
   }
 }
 
+
+// ---- herd-shim --enter ---------------------------------------------------
+
+// Exit codes of --enter when ARGV did not run (as env(1) and docker exec).
+constexpr int kEnterFailed = shim::kEnterFailedExit;
+constexpr int kEnterNotExecutable = shim::kEnterNotExecutableExit;
+constexpr int kEnterNotFound = shim::kEnterNotFoundExit;
+
+int EnterFail(const std::string& what, int err) {
+  fprintf(stderr, "herd-shim --enter: %s: %s\n", what.c_str(), strerror(err));
+  return kEnterFailed;
+}
+
+bool ReadWhole(const std::string& path, std::string* out) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out->clear();
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out->append(buf, static_cast<size_t>(n));
+  int err = errno;
+  close(fd);
+  errno = err;
+  return n == 0;
+}
+
+std::vector<std::string> Split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(sep, start);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// A mounted cgroup hierarchy, from /proc/self/mountinfo.
+struct CgroupMount {
+  std::string root;   // the hierarchy's directory mounted there ("/" usually)
+  std::string point;  // where it is mounted
+  bool v2 = false;
+  std::vector<std::string> options;  // super options: controllers, name=...
+};
+
+std::vector<CgroupMount> CgroupMounts() {
+  std::vector<CgroupMount> out;
+  std::string text;
+  if (!ReadWhole("/proc/self/mountinfo", &text)) return out;
+  for (const std::string& line : Split(text, '\n')) {
+    // ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
+    std::vector<std::string> f = Split(line, ' ');
+    size_t dash = 0;
+    while (dash < f.size() && f[dash] != "-") ++dash;
+    if (f.size() < 5 || dash + 3 >= f.size()) continue;
+    const std::string& fstype = f[dash + 1];
+    if (fstype != "cgroup" && fstype != "cgroup2") continue;
+    CgroupMount m;
+    m.root = f[3];
+    m.point = f[4];
+    m.v2 = fstype == "cgroup2";
+    m.options = Split(f[dash + 3], ',');
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// "HIERARCHY:CONTROLLERS:PATH" lines of /proc/PID/cgroup, keyed by
+// "HIERARCHY:CONTROLLERS".
+std::vector<std::pair<std::string, std::string>> CgroupsOf(const std::string& pid) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string text;
+  if (!ReadWhole("/proc/" + pid + "/cgroup", &text)) return out;
+  for (const std::string& line : Split(text, '\n')) {
+    size_t second = line.find(':', line.find(':') + 1);
+    if (line.empty() || second == std::string::npos) continue;
+    out.emplace_back(line.substr(0, second), line.substr(second + 1));
+  }
+  return out;
+}
+
+// The cgroup.procs file of `path` in the hierarchy `key`, or "" if that
+// hierarchy is not mounted here (or the path is outside the mounted part).
+std::string CgroupProcs(const std::vector<CgroupMount>& mounts, const std::string& key, const std::string& path) {
+  std::string controllers = key.substr(key.find(':') + 1);
+  const bool v2 = controllers.empty();
+  for (const CgroupMount& m : mounts) {
+    if (m.v2 != v2) continue;
+    if (!v2) {
+      bool all = true;
+      for (const std::string& c : Split(controllers, ',')) {
+        bool found = false;
+        for (const std::string& o : m.options) found |= o == c;
+        all &= found;
+      }
+      if (!all) continue;
+    }
+    std::string rel = path;
+    if (m.root != "/") {
+      if (rel.compare(0, m.root.size(), m.root) != 0) continue;
+      rel = rel.substr(m.root.size());
+    }
+    return m.point + rel + "/cgroup.procs";
+  }
+  return "";
+}
+
+// Joins every cgroup of the task that is not ours already.
+int JoinCgroups(const std::string& pid) {
+  std::vector<CgroupMount> mounts = CgroupMounts();
+  std::vector<std::pair<std::string, std::string>> ours = CgroupsOf("self");
+  std::vector<std::pair<std::string, std::string>> theirs = CgroupsOf(pid);
+  if (theirs.empty()) return EnterFail("read /proc/" + pid + "/cgroup", errno ? errno : ENOENT);
+  for (const auto& [key, path] : theirs) {
+    bool same = false;
+    for (const auto& [k, p] : ours) same |= k == key && p == path;
+    if (same) continue;
+    std::string procs = CgroupProcs(mounts, key, path);
+    if (procs.empty()) continue;  // hierarchy not mounted here: nothing to join
+    int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "0", 1) != 1) {
+      int err = errno;
+      if (fd >= 0) close(fd);
+      return EnterFail("join cgroup " + procs, err);
+    }
+    close(fd);
+  }
+  return 0;
+}
+
+// Real uid and gid of a process, from its status file.
+bool UserOf(const std::string& pid, long* uid, long* gid) {
+  std::string text;
+  if (!ReadWhole("/proc/" + pid + "/status", &text)) return false;
+  *uid = *gid = -1;
+  for (const std::string& line : Split(text, '\n')) {
+    if (line.compare(0, 4, "Uid:") == 0) *uid = strtol(line.c_str() + 4, nullptr, 10);
+    if (line.compare(0, 4, "Gid:") == 0) *gid = strtol(line.c_str() + 4, nullptr, 10);
+  }
+  return *uid >= 0 && *gid >= 0;
+}
+
+pid_t g_enter_child = 0;
+void ForwardSignal(int sig) {
+  if (g_enter_child > 0) kill(g_enter_child, sig);
+}
+
+// herd-shim --enter TASK_PID [--start-time T] [--cwd DIR] -- ARGV...
+int EnterMain(int argc, char** argv) {
+  std::string pid;
+  unsigned long long start_time = 0;
+  std::string cwd;
+  int i = 1;
+  for (; i < argc && strcmp(argv[i], "--") != 0; ++i) {
+    if (i + 1 >= argc) {
+      fprintf(stderr, "herd-shim: %s needs a value\n", argv[i]);
+      return 2;
+    }
+    const char* opt = argv[i];
+    const char* val = argv[++i];
+    long long n = 0;
+    if (strcmp(opt, shim::kOptEnter) == 0 && ParseNumber(val, 1, &n)) {
+      pid = val;
+    } else if (strcmp(opt, shim::kOptStartTime) == 0 && ParseNumber(val, 0, &n)) {
+      start_time = static_cast<unsigned long long>(n);
+    } else if (strcmp(opt, shim::kOptCwd) == 0) {
+      cwd = val;
+    } else {
+      fprintf(stderr, "herd-shim: bad option %s %s\n", opt, val);
+      return 2;
+    }
+  }
+  if (pid.empty() || i + 1 >= argc) {
+    fprintf(stderr, "usage: herd-shim --enter TASK_PID [--start-time T] [--cwd DIR] -- ARGV...\n");
+    return 2;
+  }
+  char** cmd = argv + i + 1;
+  const pid_t task = static_cast<pid_t>(atol(pid.c_str()));
+
+  // Into the task's cgroups first, so everything below is accounted there.
+  if (int rc = JoinCgroups(pid); rc != 0) return rc;
+  long uid, gid;
+  if (!UserOf(pid, &uid, &gid)) return EnterFail("read /proc/" + pid + "/status", errno ? errno : EINVAL);
+  // Namespaces that differ from ours, plus the task's root and working
+  // directory, all opened before entering any of them (/proc paths may mean
+  // something else afterwards).
+  const char* kinds[] = {"uts", "pid", "mnt"};
+  const int flags[] = {CLONE_NEWUTS, CLONE_NEWPID, CLONE_NEWNS};
+  int ns_fd[3] = {-1, -1, -1};
+  for (int k = 0; k < 3; ++k) {
+    std::string theirs = "/proc/" + pid + "/ns/" + kinds[k];
+    std::string ours = std::string("/proc/self/ns/") + kinds[k];
+    struct stat a, b;
+    if (stat(theirs.c_str(), &a) != 0) return EnterFail("stat " + theirs, errno);
+    if (stat(ours.c_str(), &b) != 0) return EnterFail("stat " + ours, errno);
+    if (a.st_ino == b.st_ino && a.st_dev == b.st_dev) continue;
+    ns_fd[k] = open(theirs.c_str(), O_RDONLY | O_CLOEXEC);
+    if (ns_fd[k] < 0) return EnterFail("open " + theirs, errno);
+  }
+  int root_fd = open(("/proc/" + pid + "/root").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return EnterFail("open task root", errno);
+  int cwd_fd = open(("/proc/" + pid + "/cwd").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (cwd_fd < 0) return EnterFail("open task cwd", errno);
+  // Everything above was opened for the very task asked for, not a later
+  // process that reused its pid.
+  if (start_time != 0 && StartTime(task) != start_time) return EnterFail("task " + pid, ESRCH);
+
+  for (int k = 0; k < 3; ++k) {
+    if (ns_fd[k] >= 0 && setns(ns_fd[k], flags[k]) != 0) return EnterFail(std::string("setns ") + kinds[k], errno);
+    if (ns_fd[k] >= 0) close(ns_fd[k]);
+  }
+  if (fchdir(root_fd) != 0 || chroot(".") != 0) return EnterFail("enter task root", errno);
+  if (!cwd.empty() ? chdir(cwd.c_str()) != 0 : fchdir(cwd_fd) != 0) return EnterFail("chdir", errno);
+  close(root_fd);
+  close(cwd_fd);
+
+  auto become_user_and_exec = [&]() -> int {
+    if (setgroups(0, nullptr) != 0 || setgid(static_cast<gid_t>(gid)) != 0 || setuid(static_cast<uid_t>(uid)) != 0) {
+      return EnterFail("switch to uid " + std::to_string(uid), errno);
+    }
+    execvp(cmd[0], cmd);
+    int err = errno;
+    fprintf(stderr, "herd-shim --enter: exec %s: %s\n", cmd[0], strerror(err));
+    return err == ENOENT ? kEnterNotFound : kEnterNotExecutable;
+  };
+  // A new pid namespace only applies to children: fork, and pass the
+  // child's end on as ours.
+  if (ns_fd[1] < 0) return become_user_and_exec();
+  pid_t child = fork();
+  if (child < 0) return EnterFail("fork", errno);
+  if (child == 0) {
+    // Dies with us, so killing the shim (a timeout) ends the command too.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    _exit(become_user_and_exec());
+  }
+  g_enter_child = child;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) signal(sig, ForwardSignal);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) return EnterFail("waitpid", errno);
+  }
+  if (WIFSIGNALED(status)) {
+    signal(WTERMSIG(status), SIG_DFL);
+    kill(getpid(), WTERMSIG(status));
+    return 128 + WTERMSIG(status);
+  }
+  return WEXITSTATUS(status);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && strcmp(argv[1], shim::kOptEnter) == 0) return EnterMain(argc, argv);
   Options o;
   int first = argc >= 2 ? ParseOptions(argc, argv, &o) : 0;
   if (first == 0) return 2;

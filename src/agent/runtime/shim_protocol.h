@@ -17,10 +17,29 @@
 //   --root DIR         the task's root directory (with --namespaces):
 //                      DIR becomes / (pivot_root); /proc and /dev are
 //                      mounted in it, DIR/proc and DIR/dev must exist
+//   --bind SRC DST     with --root: SRC (a directory of the machine, e.g. the
+//                      run's sandbox) is bind-mounted on DIR/DST (which must
+//                      exist) in the task's mount namespace; repeatable
 //   --cwd DIR          working directory inside the task's root (default:
 //                      the shim's own working directory; needed with --root)
 //   --uid N, --gid N   the task runs as this user and group (no
 //                      supplementary groups)
+//
+//   herd-shim --enter TASK_PID [--start-time T] [--cwd DIR] -- ARGV...
+//
+// Runs ARGV beside a running task (herd exec, command health checks): joins
+// each of the task's cgroups (/proc/TASK_PID/cgroup, hierarchies found in
+// /proc/self/mountinfo, v1 and v2) that differs from the shim's own, enters
+// its uts, pid and mount namespaces where they differ from ours, its root
+// and working directory (or DIR inside its root), and its uid and gid
+// (/proc/TASK_PID/status; no supplementary groups), then execs ARGV with the
+// shim's stdio and environment. With --start-time (field 22 of
+// /proc/TASK_PID/stat) it refuses a process that merely reused the pid. A
+// pid namespace applies to children only, so when it differs the shim forks,
+// forwards SIGTERM/SIGINT/SIGHUP/SIGQUIT/SIGUSR1/2, and exits as the child did
+// (a signal death is re-raised); the child dies with the shim (PDEATHSIG).
+// Exit status: ARGV's, or 125 if entering failed (reason on stderr), 126 if
+// ARGV is not executable, 127 if it was not found.
 //
 // RUN_DIR/task.pid  "TASK_PID TASK_START SHIM_PID SHIM_START\n", written
 //                   (tmp + rename) once the task has exec'd. *_START is field
@@ -55,6 +74,13 @@ inline constexpr char kOptNamespaces[] = "--namespaces";
 inline constexpr char kOptHostname[] = "--hostname";
 inline constexpr char kOptRoot[] = "--root";
 inline constexpr char kOptCwd[] = "--cwd";
+inline constexpr char kOptBind[] = "--bind";
+inline constexpr char kOptEnter[] = "--enter";
+inline constexpr char kOptStartTime[] = "--start-time";
+// herd-shim --enter's exit codes when ARGV did not run.
+inline constexpr int kEnterFailedExit = 125;
+inline constexpr int kEnterNotExecutableExit = 126;
+inline constexpr int kEnterNotFoundExit = 127;
 inline constexpr char kOptUid[] = "--uid";
 inline constexpr char kOptGid[] = "--gid";
 
