@@ -1,0 +1,424 @@
+#include "agent/cgroup/cgroup_extension.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agent/cgroup/evict.h"
+#include "base/log.h"
+#include "base/priority.h"
+#include "base/status.h"
+
+namespace herd::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ls/ against batch/: under contention batch gets ~1/32768 of what LS
+// leaves (v2 weights 2500 : 1).
+constexpr int64_t kLsParentShares = 65'536;
+constexpr int64_t kBatchParentShares = 2;
+
+int64_t MonoMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Bytes allocated to everything under `dir` (du: blocks, not sizes, not
+// following symlinks).
+int64_t DirBytes(const std::string& dir) {
+  int64_t total = 0;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    struct stat st;
+    if (lstat(it->path().c_str(), &st) == 0) total += static_cast<int64_t>(st.st_blocks) * 512;
+  }
+  return total;
+}
+
+// The whole machine's busy CPU time from /proc/stat's "cpu" line, in ticks
+// (user + nice + system + irq + softirq + steal; not idle or iowait).
+int64_t MachineBusyTicks() {
+  absl::StatusOr<std::string> stat = ReadSmallFile("/proc/stat");
+  if (!stat.ok()) return -1;
+  absl::string_view line = *stat;
+  line = line.substr(0, line.find('\n'));
+  std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+  if (f.size() < 9 || f[0] != "cpu") return -1;
+  int64_t busy = 0;
+  for (size_t i : {1, 2, 3, 6, 7, 8}) {
+    int64_t v;
+    if (absl::SimpleAtoi(f[i], &v)) busy += v;
+  }
+  return busy;
+}
+
+std::string Mi(int64_t bytes) { return absl::StrCat(bytes >> 20, "Mi"); }
+
+}  // namespace
+
+MachineMemory ReadMachineMemory() {
+  MachineMemory m;
+  absl::StatusOr<std::string> info = ReadSmallFile("/proc/meminfo");
+  if (!info.ok()) return m;
+  m.total_bytes = StatValue(*info, "MemTotal");
+  m.available_bytes = StatValue(*info, "MemAvailable");
+  m.free_bytes = StatValue(*info, "MemFree");
+  m.buffers_bytes = StatValue(*info, "Buffers");
+  m.cached_bytes = StatValue(*info, "Cached");
+  return m;
+}
+
+std::shared_ptr<CgroupExtension> CgroupExtension::Create(CgroupOptions options) {
+  std::unique_ptr<CgroupDriver> driver;
+  if (options.root != "none") {
+    absl::StatusOr<std::unique_ptr<CgroupDriver>> d = OpenCgroupDriver(options.root);
+    if (d.ok()) {
+      driver = *std::move(d);
+    } else {
+      HERD_LOG_WARN("containers off: {}", d.status().ToString());
+    }
+  }
+  if (!options.machine_memory) options.machine_memory = ReadMachineMemory;
+  std::shared_ptr<CgroupExtension> ext(new CgroupExtension(std::move(options), std::move(driver)));
+  if (ext->driver_) {
+    if (absl::Status st = ext->SetUp(); !st.ok()) {
+      HERD_LOG_WARN("containers off: cannot set up cgroups under {}/{}: {}", ext->options_.root, ext->AgentGroup(),
+                    st.ToString());
+      ext->driver_.reset();
+    } else {
+      HERD_LOG_INFO("containers: cgroup {} under {}/{}", ext->driver_->version(), ext->options_.root,
+                    ext->AgentGroup());
+    }
+  }
+  return ext;
+}
+
+CgroupExtension::CgroupExtension(CgroupOptions options, std::unique_ptr<CgroupDriver> driver)
+    : options_(std::move(options)), driver_(std::move(driver)) {}
+
+absl::Status CgroupExtension::SetUp() {
+  const std::string ls = AgentGroup() + "/ls";
+  HERD_RETURN_IF_ERROR(driver_->Create(ls));
+  HERD_RETURN_IF_ERROR(driver_->Create(BatchGroup()));
+  CgroupLimits l;
+  l.cpu_shares = kLsParentShares;
+  HERD_RETURN_IF_ERROR(driver_->SetLimits(ls, l));
+  l.cpu_shares = kBatchParentShares;
+  l.cpu_quota_millis = options_.batch_cpu_millis;
+  l.memory_bytes = options_.batch_memory_bytes;
+  return driver_->SetLimits(BatchGroup(), l);
+}
+
+std::string CgroupExtension::version() const { return driver_ ? std::string(driver_->version()) : "none"; }
+
+std::string CgroupExtension::AgentGroup() const {
+  return options_.parent.empty() ? options_.agent_name : absl::StrCat(options_.parent, "/", options_.agent_name);
+}
+
+bool CgroupExtension::IsBatch(const v1::TaskRun& spec) {
+  if (spec.appclass() == v1::APPCLASS_UNSPECIFIED) return !IsProd(spec.priority());
+  return spec.appclass() == v1::BATCH;
+}
+
+std::string CgroupExtension::GroupOf(const v1::TaskRun& spec) const {
+  return absl::StrCat(AgentGroup(), IsBatch(spec) ? "/batch/" : "/ls/", spec.run_id());
+}
+
+int64_t CgroupExtension::CpuShares(const v1::TaskRun& spec) {
+  const int64_t millis = std::max<int64_t>(0, spec.resources().cpu_millis());
+  if (IsBatch(spec)) return std::clamp<int64_t>(millis * 16 / 1000, kMinShares, 1024);
+  return std::clamp<int64_t>(millis * 1024 / 1000 * (IsProd(spec.priority()) ? 2 : 1), 64, kMaxShares);
+}
+
+absl::Status CgroupExtension::SetBatchLimits(int64_t cpu_millis, int64_t memory_bytes) {
+  if (!driver_) return absl::FailedPreconditionError("no cgroups on this agent");
+  CgroupLimits l;
+  l.cpu_quota_millis = cpu_millis;
+  l.memory_bytes = memory_bytes;
+  HERD_RETURN_IF_ERROR(driver_->SetLimits(BatchGroup(), l));
+  HERD_LOG_INFO("batch limits: cpu {} memory {}", cpu_millis > 0 ? absl::StrCat(cpu_millis, "m") : "none",
+                memory_bytes > 0 ? Mi(memory_bytes) : "none");
+  return absl::OkStatus();
+}
+
+absl::Status CgroupExtension::Init(SupervisorControl* control) {
+  control_ = control;
+  return absl::OkStatus();
+}
+
+void CgroupExtension::Shutdown() {
+  if (!driver_) return;
+  // Leave no empty directories behind (tasks that keep running keep theirs,
+  // and so ours).
+  const std::string ls = AgentGroup() + "/ls";
+  if (driver_->Children(ls).empty() && driver_->Children(BatchGroup()).empty()) {
+    (void)driver_->Remove(ls);
+    (void)driver_->Remove(BatchGroup());
+    (void)driver_->Remove(AgentGroup());
+  }
+}
+
+void CgroupExtension::Recovered(const RunView& run) {
+  if (!driver_) return;
+  // Adopt the group as it is: its OOM count started at 0 with the attempt
+  // (Prepare creates a fresh group per attempt).
+  absl::MutexLock l(&mu_);
+  runs_[run.spec.run_id()].group = GroupOf(run.spec);
+}
+
+absl::Status CgroupExtension::Prepare(const RunView& run, AttemptSetup* setup) {
+  if (!driver_) return absl::OkStatus();
+  const std::string group = GroupOf(run.spec);
+  int64_t oom_base = 0;
+  if (driver_->Exists(group)) {
+    // A previous attempt's group: start afresh so its counters (OOM kills,
+    // CPU, peak memory) are this attempt's alone.
+    if (!driver_->Pids(group).empty()) (void)driver_->Kill(group, 200);
+    if (absl::Status st = driver_->Remove(group); !st.ok()) {
+      absl::StatusOr<CgroupSample> s = driver_->Sample(group);
+      oom_base = s.ok() ? s->oom_kills : 0;
+      HERD_LOG_WARN("run {}: reusing its cgroup ({})", run.spec.run_id(), st.ToString());
+    }
+  }
+  absl::Status st = driver_->Create(group);
+  if (st.ok()) {
+    CgroupLimits l;
+    l.memory_bytes = run.spec.resources().memory_bytes();
+    l.cpu_quota_millis = run.spec.resources().cpu_millis();
+    l.cpu_shares = CpuShares(run.spec);
+    l.pids_max = options_.pids_max;
+    st = driver_->SetLimits(group, l);
+  }
+  if (!st.ok()) return absl::InternalError(absl::StrCat("cgroup ", group, ": ", st.message()));
+  for (std::string& procs : driver_->ProcsFiles(group)) {
+    setup->shim_args.push_back("--cgroup");
+    setup->shim_args.push_back(std::move(procs));
+  }
+  absl::MutexLock l(&mu_);
+  RunInfo& info = runs_[run.spec.run_id()];
+  info.group = group;
+  info.oom_base = oom_base;
+  info.have_sample = false;
+  return absl::OkStatus();
+}
+
+void CgroupExtension::Started(const RunView& run, bool recovered) {
+  if (!driver_ || !recovered) return;
+  absl::MutexLock l(&mu_);
+  RunInfo& info = runs_[run.spec.run_id()];
+  if (info.group.empty()) info.group = GroupOf(run.spec);
+}
+
+void CgroupExtension::Ended(const RunView& run, ExitStatus* exit) {
+  if (!driver_) return;
+  const std::string& id = run.spec.run_id();
+  std::string group;
+  int64_t oom_base = 0;
+  {
+    absl::MutexLock l(&mu_);
+    evicting_.erase(id);
+    auto it = runs_.find(id);
+    if (it != runs_.end()) {
+      group = it->second.group;
+      oom_base = it->second.oom_base;
+      it->second.usage.set_cpu_millis(0);
+    }
+  }
+  if (group.empty()) group = GroupOf(run.spec);
+  absl::StatusOr<CgroupSample> s = driver_->Sample(group);
+  if (s.ok() && s->oom_kills > oom_base) {
+    exit->oom = true;
+    HERD_LOG_WARN("run {}: the OOM killer killed {} process(es) in it (limit {})", id, s->oom_kills - oom_base,
+                  Mi(run.spec.resources().memory_bytes()));
+  }
+  // The shim killed the task's process group and its orphans; anything
+  // else still in the group (it left both) dies with the attempt too.
+  if (!driver_->Pids(group).empty()) {
+    if (absl::Status st = driver_->Kill(group, 200); !st.ok()) HERD_LOG_WARN("run {}: {}", id, st.ToString());
+  }
+}
+
+bool CgroupExtension::KillAll(const RunView& run) {
+  if (!driver_) return false;
+  std::string group = GroupOf(run.spec);
+  if (!driver_->Exists(group)) return false;
+  absl::Status st = driver_->Kill(group, 200);
+  if (!st.ok()) HERD_LOG_WARN("run {}: killing cgroup {}: {}", run.spec.run_id(), group, st.ToString());
+  return true;
+}
+
+void CgroupExtension::Released(const RunView& run) {
+  if (!driver_) return;
+  std::string group = GroupOf(run.spec);
+  absl::Status st;
+  // The last processes may still be exiting: a few short tries here, then
+  // again on later ticks.
+  for (int i = 0; i < 5; ++i) {
+    st = driver_->Remove(group);
+    if (st.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  absl::MutexLock l(&mu_);
+  runs_.erase(run.spec.run_id());
+  evicting_.erase(run.spec.run_id());
+  if (!st.ok()) remove_later_.insert(group);
+}
+
+void CgroupExtension::Describe(const RunView& run, v1::RunStatus* status) const {
+  absl::MutexLock l(&mu_);
+  auto it = runs_.find(run.spec.run_id());
+  if (it != runs_.end() && it->second.usage.sampled_ms() > 0) *status->mutable_usage() = it->second.usage;
+}
+
+void CgroupExtension::DescribeMachine(v1::PollResponse* response) const {
+  response->set_cgroup_version(version());
+  absl::MutexLock l(&mu_);
+  if (machine_.sampled_ms() > 0) *response->mutable_machine_usage() = machine_;
+}
+
+void CgroupExtension::Tick(const std::vector<RunView>& runs) {
+  const int64_t now = MonoMs();
+  bool clean = false;
+  {
+    absl::MutexLock l(&mu_);
+    clean = !std::exchange(cleaned_, true);
+  }
+  if (clean && driver_) RemoveStaleGroups(runs);
+  absl::MutexLock l(&mu_);
+  for (auto it = remove_later_.begin(); it != remove_later_.end();) {
+    it = driver_ && !driver_->Remove(*it).ok() ? std::next(it) : remove_later_.erase(it);
+  }
+  if (now < next_sample_mono_ms_) return;
+  next_sample_mono_ms_ = now + std::max<int64_t>(1, options_.usage_interval_ms);
+  SampleRunsLocked(runs, now);
+  SampleMachineLocked(now);
+  EvictLocked(runs, now);
+}
+
+void CgroupExtension::RemoveStaleGroups(const std::vector<RunView>& runs) {
+  // After recovery: groups under our directory that no known run owns were
+  // left by runs forgotten while no agent ran (or by a crash mid-Released).
+  std::set<std::string> known;
+  for (const RunView& r : runs) known.insert(GroupOf(r.spec));
+  for (const std::string& cls : {std::string("ls"), std::string("batch")}) {
+    const std::string parent = absl::StrCat(AgentGroup(), "/", cls);
+    for (const std::string& child : driver_->Children(parent)) {
+      const std::string group = absl::StrCat(parent, "/", child);
+      if (known.contains(group)) continue;
+      if (!driver_->Pids(group).empty()) {
+        HERD_LOG_WARN("stale cgroup {} still has processes (no run owns them): killing them", group);
+        (void)driver_->Kill(group, 200);
+      }
+      absl::Status st = driver_->Remove(group);
+      HERD_LOG_INFO("removed stale cgroup {}{}", group, st.ok() ? "" : " failed: " + st.ToString());
+      if (!st.ok()) {
+        absl::MutexLock l(&mu_);
+        remove_later_.insert(group);
+      }
+    }
+  }
+}
+
+void CgroupExtension::SampleRunsLocked(const std::vector<RunView>& runs, int64_t now) {
+  if (!driver_) return;
+  const int64_t wall = WallMs();
+  for (const RunView& r : runs) {
+    auto it = runs_.find(r.spec.run_id());
+    if (it == runs_.end() || it->second.group.empty()) continue;
+    RunInfo& info = it->second;
+    if (r.phase != v1::Task::ACTIVE && r.phase != v1::Task::STOPPING) {
+      info.have_sample = false;
+      continue;
+    }
+    absl::StatusOr<CgroupSample> s = driver_->Sample(info.group);
+    if (!s.ok()) continue;
+    if (info.have_sample && now > info.last_mono_ms && s->cpu_usage_ns >= info.last.cpu_usage_ns) {
+      // ns of CPU per ms of wall time / 1000 = millicores.
+      info.usage.set_cpu_millis((s->cpu_usage_ns - info.last.cpu_usage_ns) / (now - info.last_mono_ms) / 1000);
+    }
+    info.usage.set_memory_rss_bytes(s->memory_rss_bytes);
+    info.usage.set_memory_working_set_bytes(s->memory_working_set_bytes);
+    if (info.disk_mono_ms == 0 || now - info.disk_mono_ms >= options_.disk_interval_ms) {
+      info.usage.set_disk_bytes(DirBytes(r.dir.path()));
+      info.disk_mono_ms = now;
+    }
+    info.usage.set_sampled_ms(wall);
+    info.last = *s;
+    info.last_mono_ms = now;
+    info.have_sample = true;
+  }
+}
+
+void CgroupExtension::SampleMachineLocked(int64_t now) {
+  // Whole-machine figures from /proc (not the sum of the runs): what the
+  // master compares with capacity includes the system and the agent.
+  int64_t busy = MachineBusyTicks();
+  if (busy >= 0) {
+    if (cpu_busy_ticks_ >= 0 && now > cpu_mono_ms_) {
+      static const int64_t hz = std::max<long>(1, sysconf(_SC_CLK_TCK));
+      machine_.set_cpu_millis((busy - cpu_busy_ticks_) * 1000 * 1000 / hz / (now - cpu_mono_ms_));
+    }
+    cpu_busy_ticks_ = busy;
+    cpu_mono_ms_ = now;
+  }
+  MachineMemory m = ReadMachineMemory();
+  if (m.total_bytes >= 0 && m.available_bytes >= 0) {
+    machine_.set_memory_working_set_bytes(m.total_bytes - m.available_bytes);
+    machine_.set_memory_rss_bytes(
+        std::max<int64_t>(0, m.total_bytes - m.free_bytes - std::max<int64_t>(0, m.buffers_bytes) -
+                                 std::max<int64_t>(0, m.cached_bytes)));
+  }
+  int64_t disk = 0;
+  for (const auto& [id, info] : runs_) disk += info.usage.disk_bytes();
+  machine_.set_disk_bytes(disk);
+  machine_.set_sampled_ms(WallMs());
+}
+
+void CgroupExtension::EvictLocked(const std::vector<RunView>& runs, int64_t now) {
+  if (!control_ || now < evict_hold_until_ms_) return;
+  std::vector<EvictionCandidate> candidates;
+  int64_t usage = 0;
+  for (const RunView& r : runs) {
+    if (r.phase != v1::Task::ACTIVE || !r.desired || evicting_.contains(r.spec.run_id())) continue;
+    int64_t mem = r.spec.resources().memory_bytes();  // without cgroups: what it asked for
+    auto it = runs_.find(r.spec.run_id());
+    if (it != runs_.end() && it->second.usage.sampled_ms() > 0) mem = it->second.usage.memory_working_set_bytes();
+    usage += mem;
+    candidates.push_back({r.spec.run_id(), r.spec.priority(), mem});
+  }
+  MachineMemory m = options_.machine_memory();
+  int64_t shortfall =
+      MemoryShortfall(m.available_bytes, options_.memory_reserve_bytes, options_.capacity_memory_bytes, usage);
+  if (shortfall <= 0) return;
+  std::vector<std::string> victims = ChooseEvictions(candidates, shortfall);
+  if (victims.empty()) {
+    HERD_LOG_WARN("machine short of {} of memory and only prod runs are left: evicting nothing", Mi(shortfall));
+    evict_hold_until_ms_ = now + options_.eviction_hold_ms;
+    return;
+  }
+  const std::string why = absl::StrCat("evicted: machine out of memory (", Mi(shortfall), " short; available ",
+                                       Mi(m.available_bytes), ", reserve ", Mi(options_.memory_reserve_bytes), ")");
+  for (const std::string& id : victims) {
+    evicting_.insert(id);
+    control_->KillAttempt(id, why, /*evict=*/true);
+  }
+  evict_hold_until_ms_ = now + options_.eviction_hold_ms;
+}
+
+}  // namespace herd::agent

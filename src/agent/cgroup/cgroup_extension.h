@@ -1,0 +1,148 @@
+// Containers: every run in its own cgroup, with limits from its TaskRun,
+// usage sampled from the cgroup's counters, OOM kills detected, the whole
+// cgroup killed at the end of an attempt, and non-prod runs evicted when the
+// machine runs short of memory. See docs/agent.md, "Containers".
+//
+// Layout (per hierarchy on v1):
+//
+//   <root>/<parent>/<agent>/ls/<run_id>      latency-sensitive runs
+//   <root>/<parent>/<agent>/batch/<run_id>   batch runs
+//
+// ls/ has large CPU shares and batch/ tiny ones, so under CPU contention
+// batch is throttled before LS; batch/ also carries limits (CPU quota,
+// memory) that the colocation controller sets (SetBatchLimits). Several
+// agents on one host each have their own <agent> directory.
+//
+// CPU shares of a run (v1 cpu.shares; v2 cpu.weight = SharesToWeight):
+//   LS:    clamp(cpu_millis * 1024 / 1000 * (prod ? 2 : 1), 64, 262144)
+//   batch: clamp(cpu_millis * 16 / 1000, 2, 1024)
+// ls/ gets 65536 shares, batch/ 2. A run's CFS quota is its cpu_millis (none
+// if 0), its memory hard limit its memory_bytes (none if 0, no swap), its
+// pids limit CgroupOptions::pids_max. APPCLASS_UNSPECIFIED counts as LS for
+// prod priorities and batch otherwise (as the job reader defaults it).
+//
+// Without cgroups (root "none", or not usable: not mounted, not root) the
+// extension still reports machine usage and still evicts by the runs'
+// requested memory; it reports cgroup_version "none".
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "agent/cgroup/driver.h"
+#include "agent/supervisor/extension.h"
+
+namespace herd::agent {
+
+// The machine's memory as /proc/meminfo says (bytes; -1 if unknown).
+struct MachineMemory {
+  int64_t total_bytes = -1;
+  int64_t available_bytes = -1;  // MemAvailable
+  int64_t free_bytes = -1;
+  int64_t buffers_bytes = -1;
+  int64_t cached_bytes = -1;
+};
+MachineMemory ReadMachineMemory();
+
+struct CgroupOptions {
+  // Where cgroups are mounted ("none": no containers) and our place in them.
+  std::string root = "/sys/fs/cgroup";
+  std::string parent = "herd";
+  std::string agent_name = "agent";
+  int64_t pids_max = 4096;
+  // Eviction: kill non-prod runs when MemAvailable < memory_reserve_bytes,
+  // or, when capacity_memory_bytes > 0, when the runs' working sets add up
+  // to more than capacity - reserve (evict.h).
+  int64_t memory_reserve_bytes = 256ll << 20;
+  int64_t capacity_memory_bytes = 0;
+  // After evicting, memory readings lag the kills: judge again only after
+  // this long.
+  int64_t eviction_hold_ms = 5'000;
+  // Per-run CPU and memory are sampled at most this often (Tick runs every
+  // second); disk (a walk of the run directory) less often.
+  int64_t usage_interval_ms = 2'000;
+  int64_t disk_interval_ms = 60'000;
+  // Initial batch/ limits (0: none); SetBatchLimits changes them.
+  int64_t batch_cpu_millis = 0;
+  int64_t batch_memory_bytes = 0;
+  // The machine's memory; default ReadMachineMemory. Tests inject shortage.
+  std::function<MachineMemory()> machine_memory;
+};
+
+class CgroupExtension : public Extension {
+ public:
+  // Sets up <parent>/<agent>/{ls,batch}. If cgroups are asked for but cannot
+  // be used, logs a warning and runs without (cgroup_version "none").
+  static std::shared_ptr<CgroupExtension> Create(CgroupOptions options);
+
+  absl::string_view name() const override { return "cgroup"; }
+  // "v1", "v2" or "none".
+  std::string version() const;
+  // Null without cgroups.
+  CgroupDriver* driver() const { return driver_.get(); }
+
+  // The group (relative to the root) of the agent, of batch/, of a run.
+  std::string AgentGroup() const;
+  std::string BatchGroup() const { return AgentGroup() + "/batch"; }
+  std::string GroupOf(const v1::TaskRun& spec) const;
+  static bool IsBatch(const v1::TaskRun& spec);
+  static int64_t CpuShares(const v1::TaskRun& spec);
+
+  // CPU quota and memory limit of batch/ as a whole (<= 0: none). For the
+  // colocation controller; thread-safe.
+  absl::Status SetBatchLimits(int64_t cpu_millis, int64_t memory_bytes);
+
+  absl::Status Init(SupervisorControl* control) override;
+  void Shutdown() override;
+  void Recovered(const RunView& run) override;
+  absl::Status Prepare(const RunView& run, AttemptSetup* setup) override;
+  void Started(const RunView& run, bool recovered) override;
+  void Ended(const RunView& run, ExitStatus* exit) override;
+  bool KillAll(const RunView& run) override;
+  void Released(const RunView& run) override;
+  void Describe(const RunView& run, v1::RunStatus* status) const override;
+  void DescribeMachine(v1::PollResponse* response) const override;
+  void Tick(const std::vector<RunView>& runs) override;
+
+ private:
+  struct RunInfo {
+    std::string group;
+    int64_t oom_base = 0;          // the group's OOM count when the attempt began
+    bool have_sample = false;
+    CgroupSample last;
+    int64_t last_mono_ms = 0;
+    v1::Usage usage;
+    int64_t disk_mono_ms = 0;
+  };
+
+  CgroupExtension(CgroupOptions options, std::unique_ptr<CgroupDriver> driver);
+  absl::Status SetUp();
+  void SampleRunsLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SampleMachineLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EvictLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RemoveStaleGroups(const std::vector<RunView>& runs);
+
+  const CgroupOptions options_;
+  std::unique_ptr<CgroupDriver> driver_;
+  SupervisorControl* control_ = nullptr;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, RunInfo> runs_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> evicting_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> remove_later_ ABSL_GUARDED_BY(mu_);  // groups whose rmdir was busy
+  bool cleaned_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t next_sample_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t evict_hold_until_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  // /proc/stat busy and total ticks at the previous machine sample.
+  int64_t cpu_busy_ticks_ ABSL_GUARDED_BY(mu_) = -1;
+  int64_t cpu_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  v1::Usage machine_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace herd::agent

@@ -1,0 +1,353 @@
+// The cgroup extension with real cgroups (this host's version; run as root)
+// and real processes under a Supervisor: OOM kills are reported, CPU quota
+// holds, batch yields to LS under contention, usage is plausible, KillAll
+// reaches processes that left the task's process group, eviction under
+// (injected) memory shortage spares prod, recovery adopts groups and removes
+// stale ones, and the cost of Prepare.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "agent/cgroup/cgroup_extension.h"
+#include "agent/supervisor/testing.h"
+
+namespace herd::agent {
+namespace {
+
+using namespace ::herd::agent::testing;  // NOLINT
+
+constexpr int64_t kMi = 1 << 20;
+const char* const kHog = HERD_CGROUP_HOG;
+
+class CgroupTest : public SupervisorFixture {
+ protected:
+  void SetUp() override {
+    SupervisorFixture::SetUp();
+    std::filesystem::create_directories(root_ + "/runs");
+    if (geteuid() != 0 || !OpenCgroupDriver("/sys/fs/cgroup").ok()) GTEST_SKIP() << "needs root and cgroups";
+    static int counter = 0;
+    name_ = absl::StrCat("t", getpid(), "-", counter++);
+  }
+
+  void TearDown() override {
+    sup_.reset();
+    // Whatever a test left in our groups (escaped processes included).
+    if (ext_ && ext_->driver()) {
+      CgroupDriver* d = ext_->driver();
+      for (const char* cls : {"/ls", "/batch"}) {
+        for (const std::string& child : d->Children(ext_->AgentGroup() + cls)) {
+          (void)d->Kill(ext_->AgentGroup() + cls + "/" + child);
+        }
+      }
+    }
+    SupervisorFixture::TearDown();
+    if (ext_ && ext_->driver()) {
+      for (int i = 0; i < 100 && !ext_->driver()->Remove(ext_->AgentGroup()).ok(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      EXPECT_FALSE(ext_->driver()->Exists(ext_->AgentGroup()));
+      (void)ext_->driver()->Remove("herd-test");  // fails while another test process uses it
+    }
+  }
+
+  CgroupOptions Options() {
+    CgroupOptions o;
+    o.parent = "herd-test";
+    o.agent_name = name_;
+    o.usage_interval_ms = 100;
+    o.disk_interval_ms = 100;
+    o.memory_reserve_bytes = 0;  // no eviction unless a test asks for it
+    return o;
+  }
+
+  std::unique_ptr<Supervisor> Start(CgroupOptions o) {
+    ext_ = CgroupExtension::Create(std::move(o));
+    EXPECT_NE(ext_->driver(), nullptr);
+    Supervisor::Options so;
+    so.extensions.push_back(ext_);
+    so.tick_ms = 50;
+    return New(so);
+  }
+
+  static v1::TaskRun Hog(const std::string& id, std::vector<std::string> flags, int64_t cpu_millis = 0,
+                         int64_t memory = 0) {
+    std::vector<std::string> argv = {kHog};
+    for (std::string& f : flags) argv.push_back(std::move(f));
+    v1::TaskRun run = MakeRun(id, argv);
+    run.mutable_resources()->set_cpu_millis(cpu_millis);
+    run.mutable_resources()->set_memory_bytes(memory);
+    run.set_priority(200);
+    run.set_appclass(v1::LATENCY_SENSITIVE);
+    return run;
+  }
+
+  int64_t CpuNs(const v1::TaskRun& run) {
+    absl::StatusOr<CgroupSample> s = ext_->driver()->Sample(ext_->GroupOf(run));
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? s->cpu_usage_ns : 0;
+  }
+
+  std::string name_;
+  std::shared_ptr<CgroupExtension> ext_;
+};
+
+TEST_F(CgroupTest, MemoryHogOverItsLimitIsReportedAsOom) {
+  sup_ = Start(Options());
+  v1::TaskRun run = Hog("oom", {"--memory-mib", "200"}, 0, 32 * kMi);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, run.run_id(), IsTerminal, 20'000);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->oom_killed()) << s->DebugString();
+  EXPECT_EQ(s->exit_signal(), SIGKILL);
+  EXPECT_TRUE(absl::StartsWith(s->message(), "out of memory")) << s->message();
+}
+
+TEST_F(CgroupTest, AHogWithinItsLimitIsNotOom) {
+  sup_ = Start(Options());
+  v1::TaskRun run = MakeRun("fine", {"/bin/sh", "-c", "kill -9 $$"});
+  run.mutable_resources()->set_memory_bytes(64 * kMi);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, run.run_id(), IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(s->oom_killed());
+  EXPECT_EQ(s->exit_signal(), SIGKILL);
+}
+
+TEST_F(CgroupTest, CpuHogIsHeldToItsQuota) {
+  sup_ = Start(Options());
+  v1::TaskRun run = Hog("quota", {"--cpu"}, 200);
+  sup_->SetDesired({run});
+  ASSERT_TRUE(WaitFor(*sup_, run.run_id(), IsActive));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int64_t t0 = NowMs(), c0 = CpuNs(run);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  int64_t t1 = NowMs(), c1 = CpuNs(run);
+  double cores = static_cast<double>(c1 - c0) / 1e6 / static_cast<double>(t1 - t0);
+  HERD_LOG_INFO("200m quota: the hog used {:.3f} cores", cores);
+  EXPECT_GT(cores, 0.12);
+  EXPECT_LT(cores, 0.25);
+  // The same rate in the run's usage.
+  std::optional<v1::RunStatus> s = Find(*sup_, run.run_id());
+  ASSERT_TRUE(s);
+  EXPECT_GT(s->usage().cpu_millis(), 100) << s->usage().DebugString();
+  EXPECT_LT(s->usage().cpu_millis(), 300) << s->usage().DebugString();
+}
+
+TEST_F(CgroupTest, BatchIsThrottledBeforeLsOnOneCpu) {
+  sup_ = Start(Options());
+  const std::string cpu = absl::StrCat(sysconf(_SC_NPROCESSORS_ONLN) - 1);
+  v1::TaskRun ls = Hog("ls", {"--cpu", "--pin", cpu});
+  v1::TaskRun batch = Hog("batch", {"--cpu", "--pin", cpu});
+  batch.set_appclass(v1::BATCH);
+  batch.set_priority(100);
+  sup_->SetDesired({ls, batch});
+  ASSERT_TRUE(WaitFor(*sup_, ls.run_id(), IsActive));
+  ASSERT_TRUE(WaitFor(*sup_, batch.run_id(), IsActive));
+  EXPECT_TRUE(absl::StrContains(ext_->GroupOf(batch), "/batch/"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int64_t l0 = CpuNs(ls), b0 = CpuNs(batch);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  int64_t l1 = CpuNs(ls), b1 = CpuNs(batch);
+  double l = static_cast<double>(l1 - l0) / 1e9, b = static_cast<double>(b1 - b0) / 1e9;
+  HERD_LOG_INFO("one CPU over 2 s: LS {:.3f} s, batch {:.3f} s of CPU", l, b);
+  EXPECT_GT(l, 0.5);
+  EXPECT_GT(l / (l + b), 0.9);
+}
+
+TEST_F(CgroupTest, UsageIsPlausible) {
+  sup_ = Start(Options());
+  v1::TaskRun run = Hog("usage", {"--memory-mib", "50"}, 0, 256 * kMi);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, run.run_id(), [](const std::optional<v1::RunStatus>& s) {
+    return s && s->usage().memory_rss_bytes() >= 40 * kMi && s->usage().disk_bytes() > 0;
+  });
+  ASSERT_TRUE(s);
+  EXPECT_GE(s->usage().memory_working_set_bytes(), 40 * kMi);
+  EXPECT_LT(s->usage().memory_rss_bytes(), 80 * kMi);
+  EXPECT_GT(s->usage().sampled_ms(), 0);
+  EXPECT_LT(s->usage().cpu_millis(), 500);  // it sleeps
+  v1::PollResponse resp;
+  sup_->DescribeMachine(&resp);
+  EXPECT_EQ(resp.cgroup_version(), "v1");
+  EXPECT_GT(resp.machine_usage().memory_working_set_bytes(), 40 * kMi);
+  EXPECT_GT(resp.machine_usage().sampled_ms(), 0);
+}
+
+TEST_F(CgroupTest, KillAllKillsAProcessThatLeftTheProcessGroup) {
+  sup_ = Start(Options());
+  v1::TaskRun run = Hog("escape", {"--fork-escape", "escaped.pid"});
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, run.run_id(), IsActive);
+  ASSERT_TRUE(s);
+  const std::string pid_file = RunDirOf(run.run_id()) + "/sandbox/escaped.pid";
+  WaitForFile(pid_file);
+  pid_t escaped = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(Slurp(pid_file)), &escaped));
+  ASSERT_TRUE(Alive(escaped));
+  EXPECT_NE(getsid(escaped), getsid(static_cast<pid_t>(s->pid())));
+  std::vector<pid_t> members = ext_->driver()->Pids(ext_->GroupOf(run));
+  EXPECT_TRUE(std::find(members.begin(), members.end(), escaped) != members.end());
+
+  RunDir dir(RunDirOf(run.run_id()));
+  ASSERT_TRUE(ext_->KillAll(RunView{run, dir, v1::Task::ACTIVE, ProcessId{}, true}));
+  int64_t deadline = NowMs() + 5000;
+  while (Alive(escaped) && NowMs() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(Alive(escaped));
+  s = WaitFor(*sup_, run.run_id(), IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->exit_signal(), SIGKILL);
+  // Stopping releases the group.
+  sup_->SetDesired({});
+  WaitFor(*sup_, run.run_id(), IsGone);
+  EXPECT_FALSE(ext_->driver()->Exists(ext_->GroupOf(run)));
+}
+
+TEST_F(CgroupTest, MemoryShortageEvictsLowestPriorityNonProdFirstAndNeverProd) {
+  CgroupOptions o = Options();
+  std::atomic<int64_t> available{64ll << 30};
+  o.memory_reserve_bytes = 256 * kMi;
+  o.eviction_hold_ms = 300;
+  o.machine_memory = [&available] {
+    MachineMemory m;
+    m.total_bytes = 64ll << 30;
+    m.available_bytes = available.load();
+    return m;
+  };
+  sup_ = Start(o);
+  v1::TaskRun free = Sh("free", "exec sleep 1000", v1::RestartPolicy::ALWAYS);
+  free.set_priority(0);
+  v1::TaskRun batch = Sh("batch", "exec sleep 1000", v1::RestartPolicy::ALWAYS);
+  batch.set_priority(100);
+  v1::TaskRun prod = Sh("prod", "exec sleep 1000", v1::RestartPolicy::ALWAYS);
+  prod.set_priority(200);
+  sup_->SetDesired({free, batch, prod});
+  for (const v1::TaskRun* r : {&free, &batch, &prod}) ASSERT_TRUE(WaitFor(*sup_, r->run_id(), IsActive));
+
+  // One byte short: the lowest priority run alone goes.
+  available = o.memory_reserve_bytes - 1;
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, free.run_id(), IsTerminal);
+  available = 64ll << 30;
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->evicted());
+  EXPECT_TRUE(absl::StartsWith(s->message(), "evicted: machine out of memory")) << s->message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(IsActive(Find(*sup_, batch.run_id())));
+  EXPECT_TRUE(IsActive(Find(*sup_, prod.run_id())));
+
+  // Far short: every non-prod run goes, prod stays however short it is.
+  available = 0;
+  s = WaitFor(*sup_, batch.run_id(), IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->evicted());
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // more than one hold period
+  s = Find(*sup_, prod.run_id());
+  EXPECT_TRUE(IsActive(s));
+  EXPECT_FALSE(s->evicted());
+  EXPECT_EQ(s->restarts(), 0);
+  available = 64ll << 30;
+}
+
+TEST_F(CgroupTest, RecoveryAdoptsRunningGroupsAndRemovesStaleOnes) {
+  sup_ = Start(Options());
+  v1::TaskRun run = Hog("adopt", {"--memory-mib", "20"}, 0, 128 * kMi);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, run.run_id(), IsActive);
+  ASSERT_TRUE(s);
+  const int64_t pid = s->pid();
+  sup_.reset();  // the agent goes away; the task keeps running in its group
+  ASSERT_TRUE(ext_->driver()->Create(ext_->AgentGroup() + "/ls/ghost").ok());
+  ASSERT_TRUE(ext_->driver()->Exists(ext_->GroupOf(run)));
+
+  sup_ = Start(Options());
+  s = WaitFor(*sup_, run.run_id(), [&](const std::optional<v1::RunStatus>& s) {
+    return s && s->pid() == pid && s->usage().memory_rss_bytes() >= 15 * kMi;
+  });
+  ASSERT_TRUE(s);
+  int64_t deadline = NowMs() + 5000;
+  while (ext_->driver()->Exists(ext_->AgentGroup() + "/ls/ghost") && NowMs() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(ext_->driver()->Exists(ext_->AgentGroup() + "/ls/ghost"));
+  EXPECT_TRUE(ext_->driver()->Exists(ext_->GroupOf(run)));
+  sup_->SetDesired({});
+  WaitFor(*sup_, run.run_id(), IsGone);
+  EXPECT_FALSE(ext_->driver()->Exists(ext_->GroupOf(run)));
+}
+
+TEST_F(CgroupTest, AgentsOnOneHostHaveTheirOwnGroups) {
+  std::shared_ptr<CgroupExtension> a = CgroupExtension::Create(Options());
+  CgroupOptions o = Options();
+  o.agent_name = name_ + "-b";
+  std::shared_ptr<CgroupExtension> b = CgroupExtension::Create(o);
+  v1::TaskRun run = MakeRun("same", {"true"});
+  EXPECT_NE(a->GroupOf(run), b->GroupOf(run));
+  EXPECT_TRUE(a->driver()->Exists(a->AgentGroup() + "/ls"));
+  EXPECT_TRUE(b->driver()->Exists(b->AgentGroup() + "/batch"));
+  b->Shutdown();  // empty: removes its directory
+  EXPECT_FALSE(b->driver()->Exists(b->AgentGroup()));
+  ext_ = a;
+}
+
+TEST_F(CgroupTest, BatchLimitsAreSet) {
+  ext_ = CgroupExtension::Create(Options());
+  ASSERT_TRUE(ext_->SetBatchLimits(500, 1 << 30).ok());
+  EXPECT_EQ(Slurp("/sys/fs/cgroup/cpu/" + ext_->BatchGroup() + "/cpu.cfs_quota_us"), "50000\n");
+  EXPECT_EQ(Slurp("/sys/fs/cgroup/cpu/" + ext_->BatchGroup() + "/cpu.shares"), "2\n");
+  EXPECT_EQ(Slurp("/sys/fs/cgroup/memory/" + ext_->BatchGroup() + "/memory.limit_in_bytes"),
+            absl::StrCat(1 << 30, "\n"));
+  ASSERT_TRUE(ext_->SetBatchLimits(0, 0).ok());
+  EXPECT_EQ(Slurp("/sys/fs/cgroup/cpu/" + ext_->BatchGroup() + "/cpu.cfs_quota_us"), "-1\n");
+}
+
+TEST_F(CgroupTest, WithoutCgroupsItFallsBackToNone) {
+  CgroupOptions o = Options();
+  o.root = "/nonexistent-cgroup-root";
+  std::shared_ptr<CgroupExtension> none = CgroupExtension::Create(o);
+  EXPECT_EQ(none->version(), "none");
+  v1::TaskRun run = MakeRun("x", {"true"});
+  RunDir dir(RunDirOf("x"));
+  AttemptSetup setup;
+  EXPECT_TRUE(none->Prepare(RunView{run, dir, v1::Task::STARTING, ProcessId{}, true}, &setup).ok());
+  EXPECT_TRUE(setup.shim_args.empty());
+  o.root = "none";
+  EXPECT_EQ(CgroupExtension::Create(o)->version(), "none");
+}
+
+// The figure: what Prepare (creating and configuring a run's group) adds to
+// a task's start.
+TEST_F(CgroupTest, PrepareCost) {
+  ext_ = CgroupExtension::Create(Options());
+  const int kRuns = 50;
+  std::vector<int64_t> us;
+  RunDir dir(root_);
+  for (int i = 0; i < kRuns; ++i) {
+    v1::TaskRun run = MakeRun(absl::StrCat("cost", i), {"true"});
+    run.mutable_resources()->set_cpu_millis(500);
+    run.mutable_resources()->set_memory_bytes(64 * kMi);
+    run.set_priority(200);
+    RunView view{run, dir, v1::Task::STARTING, ProcessId{}, true};
+    AttemptSetup setup;
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(ext_->Prepare(view, &setup).ok());
+    us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+    EXPECT_EQ(setup.shim_args.size() % 2, 0u);
+    EXPECT_GE(setup.shim_args.size(), 6u);  // memory, cpu, cpuacct at least
+    ext_->Released(view);
+    EXPECT_FALSE(ext_->driver()->Exists(ext_->GroupOf(run)));
+  }
+  std::sort(us.begin(), us.end());
+  HERD_LOG_INFO("Prepare (cgroup {}): median {} us, p90 {} us, max {} us over {}", ext_->version(), us[kRuns / 2],
+                us[kRuns * 9 / 10], us.back(), kRuns);
+  EXPECT_LT(us[kRuns / 2], 20'000);
+}
+
+}  // namespace
+}  // namespace herd::agent

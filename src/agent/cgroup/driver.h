@@ -1,0 +1,104 @@
+// Cgroups behind one interface: v1 (a hierarchy per controller, e.g.
+// /sys/fs/cgroup/{cpu,cpuacct,memory,pids,freezer}) and v2 (one unified
+// hierarchy, recognised by cgroup.controllers at its root). A driver is
+// opened on a root directory, so tests can point it at a fake tree.
+//
+// Groups are named by a relative path ("herd/agent1/ls/RUN"), the same in
+// every v1 hierarchy. The drivers only read and write cgroup files: no
+// threads, no state beyond the hierarchies found at open, so their methods
+// may be called from any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace herd::agent {
+
+// What SetLimits changes; unset fields are left as they are.
+struct CgroupLimits {
+  std::optional<int64_t> memory_bytes;      // hard limit; <= 0: none. Swap is kept off where possible.
+  std::optional<int64_t> cpu_quota_millis;  // CFS bandwidth; <= 0: none
+  std::optional<int64_t> cpu_shares;        // v1 cpu.shares units [2, 262144]; v2: mapped to cpu.weight
+  std::optional<int64_t> pids_max;          // <= 0: none
+};
+
+// One reading of a group's counters.
+struct CgroupSample {
+  int64_t cpu_usage_ns = 0;           // cumulative CPU time
+  int64_t memory_usage_bytes = 0;     // everything charged (page cache included)
+  int64_t memory_rss_bytes = 0;       // anonymous memory (v1 total_rss, v2 anon)
+  int64_t memory_working_set_bytes = 0;  // usage - inactive file pages
+  int64_t oom_kills = 0;              // processes killed by the OOM killer in it (cumulative)
+};
+
+// The CFS period every quota is expressed in.
+inline constexpr int64_t kCfsPeriodUs = 100'000;
+// v1 cpu.shares range, and its map onto v2 cpu.weight [1, 10000] (the
+// mapping runc and the kubelet use).
+inline constexpr int64_t kMinShares = 2;
+inline constexpr int64_t kMaxShares = 262'144;
+int64_t SharesToWeight(int64_t shares);
+
+class CgroupDriver {
+ public:
+  virtual ~CgroupDriver() = default;
+
+  // "v1" or "v2".
+  virtual absl::string_view version() const = 0;
+  const std::string& root() const { return root_; }
+
+  // Creates the group and any missing parents (v2: with the cpu, memory and
+  // pids controllers enabled for the children of every parent). OK if it
+  // exists.
+  virtual absl::Status Create(absl::string_view group) = 0;
+  virtual bool Exists(absl::string_view group) const = 0;
+  virtual absl::Status SetLimits(absl::string_view group, const CgroupLimits& limits) = 0;
+  // The cgroup.procs files a process writes "0" to, to join the group: one
+  // per hierarchy (herd-shim --cgroup FILE, repeated).
+  virtual std::vector<std::string> ProcsFiles(absl::string_view group) const = 0;
+  virtual absl::StatusOr<CgroupSample> Sample(absl::string_view group) const = 0;
+  // Every process in the group (and its children groups).
+  virtual std::vector<pid_t> Pids(absl::string_view group) const = 0;
+  // SIGKILL to every process in the group, including ones that left the
+  // task's process group or session: v2 cgroup.kill when the kernel has it,
+  // else freeze, kill each listed pid, thaw, until the group is empty (or
+  // `timeout_ms` passed: then UNAVAILABLE).
+  virtual absl::Status Kill(absl::string_view group, int64_t timeout_ms = 1000) = 0;
+  // Removes the (empty) group; OK if it does not exist. Busy: UNAVAILABLE.
+  virtual absl::Status Remove(absl::string_view group) = 0;
+  // Names of the group's child groups.
+  virtual std::vector<std::string> Children(absl::string_view group) const = 0;
+
+ protected:
+  explicit CgroupDriver(std::string root) : root_(std::move(root)) {}
+  std::string root_;
+};
+
+// Opens the cgroups mounted at `root`: v2 if root/cgroup.controllers exists,
+// else v1 if root/memory, root/cpu and root/cpuacct are hierarchies (they may
+// be one combined hierarchy). NOT_FOUND if neither.
+absl::StatusOr<std::unique_ptr<CgroupDriver>> OpenCgroupDriver(const std::string& root);
+
+// Exposed for tests of the driver on fake trees; OpenCgroupDriver picks one.
+std::unique_ptr<CgroupDriver> NewCgroupV1Driver(const std::string& root);
+std::unique_ptr<CgroupDriver> NewCgroupV2Driver(const std::string& root);
+
+// Small helpers over cgroup files (also used by the extension for /proc).
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
+// open(O_WRONLY) + one write(2): what cgroup files need (no O_TRUNC, no
+// temp file). The kernel's error comes back in the status.
+absl::Status WriteCgroupFile(const std::string& path, absl::string_view value);
+// "key value" lines (memory.stat, cpu.stat, memory.events, /proc/meminfo's
+// "Key:   123 kB" with the colon and unit stripped): value of `key` or -1.
+int64_t StatValue(absl::string_view text, absl::string_view key);
+
+}  // namespace herd::agent
