@@ -110,7 +110,7 @@ std::shared_ptr<CgroupExtension> CgroupExtension::Create(CgroupOptions options) 
 }
 
 CgroupExtension::CgroupExtension(CgroupOptions options, std::unique_ptr<CgroupDriver> driver)
-    : options_(std::move(options)), driver_(std::move(driver)) {}
+    : options_(std::move(options)), agent_group_(MakeAgentGroup(options_)), driver_(std::move(driver)) {}
 
 absl::Status CgroupExtension::SetUp() {
   const std::string ls = AgentGroup() + "/ls";
@@ -127,8 +127,22 @@ absl::Status CgroupExtension::SetUp() {
 
 std::string CgroupExtension::version() const { return driver_ ? std::string(driver_->version()) : "none"; }
 
-std::string CgroupExtension::AgentGroup() const {
-  return options_.parent.empty() ? options_.agent_name : absl::StrCat(options_.parent, "/", options_.agent_name);
+std::string CgroupExtension::AgentGroup() const { return agent_group_; }
+
+std::string CgroupExtension::MakeAgentGroup(const CgroupOptions& o) {
+  std::string name = o.agent_name;
+  if (!o.owner_dir.empty()) {
+    std::error_code ec;
+    fs::path dir = fs::absolute(o.owner_dir, ec);
+    if (ec) dir = o.owner_dir;
+    // FNV-1a: stable across builds and releases (unlike std::hash).
+    uint32_t h = 2166136261u;
+    std::string key = dir.lexically_normal().string();
+    while (key.size() > 1 && key.back() == '/') key.pop_back();
+    for (char c : key) h = (h ^ static_cast<uint8_t>(c)) * 16777619u;
+    absl::StrAppend(&name, "-", absl::Hex(h, absl::kZeroPad8));
+  }
+  return o.parent.empty() ? name : absl::StrCat(o.parent, "/", name);
 }
 
 bool CgroupExtension::IsBatch(const v1::TaskRun& spec) {

@@ -8,6 +8,9 @@
 //   <root>/<parent>/<agent>/ls/<run_id>      latency-sensitive runs
 //   <root>/<parent>/<agent>/batch/<run_id>   batch runs
 //
+// where <agent> is the agent's name and a hash of its root directory
+// (CgroupOptions::owner_dir).
+//
 // ls/ has large CPU shares and batch/ tiny ones, so under CPU contention
 // batch is throttled before LS; batch/ also carries limits (CPU quota,
 // memory) that the colocation controller sets (SetBatchLimits). Several
@@ -55,6 +58,12 @@ struct CgroupOptions {
   std::string root = "/sys/fs/cgroup";
   std::string parent = "herd";
   std::string agent_name = "agent";
+  // The agent's root directory. When set, the directory is
+  // "<agent_name>-<8 hex digits of its hash>": stable across restarts of that
+  // agent, and distinct for two agents of one name on one host (test cells
+  // started side by side all have an "m0"), which must never see each
+  // other's groups as stale.
+  std::string owner_dir;
   int64_t pids_max = 4096;
   // Eviction: kill non-prod runs when MemAvailable < memory_reserve_bytes,
   // or, when capacity_memory_bytes > 0, when the runs' working sets add up
@@ -122,6 +131,7 @@ class CgroupExtension : public Extension {
   };
 
   CgroupExtension(CgroupOptions options, std::unique_ptr<CgroupDriver> driver);
+  static std::string MakeAgentGroup(const CgroupOptions& o);
   absl::Status SetUp();
   void SampleRunsLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SampleMachineLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -129,6 +139,7 @@ class CgroupExtension : public Extension {
   void RemoveStaleGroups(const std::vector<RunView>& runs);
 
   const CgroupOptions options_;
+  const std::string agent_group_;
   std::unique_ptr<CgroupDriver> driver_;
   SupervisorControl* control_ = nullptr;
 

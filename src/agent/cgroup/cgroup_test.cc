@@ -62,6 +62,7 @@ class CgroupTest : public SupervisorFixture {
     CgroupOptions o;
     o.parent = "herd-test";
     o.agent_name = name_;
+    o.owner_dir = root_;
     o.usage_interval_ms = 100;
     o.disk_interval_ms = 100;
     o.memory_reserve_bytes = 0;  // no eviction unless a test asks for it
@@ -289,6 +290,14 @@ TEST_F(CgroupTest, AgentsOnOneHostHaveTheirOwnGroups) {
   std::shared_ptr<CgroupExtension> b = CgroupExtension::Create(o);
   v1::TaskRun run = MakeRun("same", {"true"});
   EXPECT_NE(a->GroupOf(run), b->GroupOf(run));
+  // One name, two agents (test cells side by side): apart. The same agent
+  // again (a restart): the same directory.
+  o = Options();
+  o.owner_dir = root_ + "/other";
+  EXPECT_NE(CgroupExtension::Create(o)->AgentGroup(), a->AgentGroup());
+  o.owner_dir = root_ + "/./";
+  EXPECT_EQ(CgroupExtension::Create(o)->AgentGroup(), a->AgentGroup());
+  EXPECT_TRUE(absl::StartsWith(a->AgentGroup(), "herd-test/" + name_ + "-")) << a->AgentGroup();
   EXPECT_TRUE(a->driver()->Exists(a->AgentGroup() + "/ls"));
   EXPECT_TRUE(b->driver()->Exists(b->AgentGroup() + "/batch"));
   b->Shutdown();  // empty: removes its directory
