@@ -53,6 +53,10 @@ v1::Task Task::ToProto() const {
   t.set_state_revision(state_revision);
   t.set_message(message);
   t.set_started_ms(started_ms);
+  if (agent_info) {
+    for (const auto& [name, port] : agent_info->ports) (*t.mutable_ports())[name] = port;
+    t.set_health(agent_info->health);
+  }
   if (reservation_) reservation_->ToProto(t.mutable_reservation());
   for (const auto& [machine, until] : avoid) {
     v1::AvoidMachine* a = t.add_avoid();
@@ -323,6 +327,11 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
       }
       return absl::OkStatus();
     }
+    case v1::Mutation::kMachinePackages:
+      if (FindMachine(m.machine_packages().name()) == nullptr) {
+        return absl::NotFoundError(absl::StrCat("no machine ", m.machine_packages().name()));
+      }
+      return absl::OkStatus();
     case v1::Mutation::kQuotaSet:
       return CheckQuota(m.quota_set());
     case v1::Mutation::KIND_NOT_SET:
@@ -371,6 +380,9 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
       break;
     case v1::Mutation::kMachineUp:
       ApplyMachineUp(m);
+      break;
+    case v1::Mutation::kMachinePackages:
+      ApplyMachinePackages(m);
       break;
     case v1::Mutation::kQuotaSet:
       ApplyQuota(m);
@@ -439,6 +451,7 @@ void CellState::Unplace(Task* t, Effects* fx) {
     mach->priorities.erase(it);
   }
   t->machine = nullptr;
+  t->agent_info.reset();  // its ports and health were of that machine's run
   freed_revision_ = revision_;
   fx->machines.push_back(mach->name);
 }
@@ -590,6 +603,7 @@ void CellState::ApplyObserved(const v1::Mutation& m) {
   t->exit_signal = o.exit_signal();
   t->message = o.message();
   t->started_ms = o.started_ms();
+  t->SetAgentInfo(o.ports(), o.health());
   t->state_revision = revision_;
 }
 
@@ -726,6 +740,14 @@ void CellState::ApplyMachineUp(const v1::Mutation& m) {
   mach->reason = m.machine_up().reason();
   mach->state_revision = revision_;
   freed_revision_ = revision_;
+}
+
+void CellState::ApplyMachinePackages(const v1::Mutation& m) {
+  Machine* mach = MutableMachine(m.machine_packages().name());
+  mach->packages.assign(m.machine_packages().packages().begin(), m.machine_packages().packages().end());
+  std::sort(mach->packages.begin(), mach->packages.end());
+  mach->packages.erase(std::unique(mach->packages.begin(), mach->packages.end()), mach->packages.end());
+  mach->state_revision = revision_;
 }
 
 void CellState::ApplyQuota(const v1::Mutation& m) {

@@ -73,6 +73,25 @@ struct Task {
   // Machines not to place this task on again before the given time.
   std::vector<std::pair<std::string, int64_t>> avoid;
 
+  // What the agent reported beyond the phase: allocated ports and the health
+  // check's verdict. Absent for most tasks (a pointer keeps a million tasks
+  // small); cleared when the task leaves its machine.
+  struct AgentInfo {
+    std::map<std::string, int32_t> ports;
+    std::string health;
+  };
+  std::unique_ptr<AgentInfo> agent_info;
+  template <typename PortMap>
+  void SetAgentInfo(const PortMap& ports, const std::string& health) {
+    if (ports.empty() && health.empty()) {
+      agent_info.reset();
+      return;
+    }
+    if (!agent_info) agent_info = std::make_unique<AgentInfo>();
+    agent_info->ports = std::map<std::string, int32_t>(ports.begin(), ports.end());
+    agent_info->health = health;
+  }
+
   int32_t priority() const { return priority_; }
   int32_t priority_ = 0;  // the job's, cached (read on every scheduler hot path)
   // The master's estimate of what the task really uses. Non-production work
@@ -228,6 +247,7 @@ class CellState {
   void ApplyMachineDown(const v1::Mutation& m, Effects* fx);
   void ApplyMachineUp(const v1::Mutation& m);
   void ApplyQuota(const v1::Mutation& m);
+  void ApplyMachinePackages(const v1::Mutation& m);
 
   // State transitions of one task (keep counts, sets and sums in step).
   void Transition(Task* t, v1::Task::State to, v1::Event::Transition why, absl::string_view reason,

@@ -95,6 +95,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     t->started_ms = pt.started_ms();
     t->state_revision = pt.state_revision();
     t->message = pt.message();
+    t->SetAgentInfo(pt.ports(), pt.health());
     for (const v1::Event& e : pt.history()) t->history.push_back(FromProto(e));
     for (const v1::AvoidMachine& a : pt.avoid()) t->avoid.emplace_back(a.machine(), a.until_ms());
     if (pt.has_reservation()) t->reservation_ = ResourceVector::FromProto(pt.reservation());

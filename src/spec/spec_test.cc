@@ -616,6 +616,75 @@ TEST(SpecTest, ExplicitFormatOverridesExtension) {
   EXPECT_EQ((*specs)[0].name(), "j");
 }
 
+TEST(SpecTest, PackagesHealthChecksAndIsolation) {
+  const std::string digest(64, 'a');
+  v1::JobSpec s = One(absl::StrCat(R"(
+name: web
+user: alice
+command: [bin/web]
+resources: {cpu: 1, memory: 1Gi, ports: [http]}
+packages:
+  - {name: web, sha256: )", digest, R"(, url: "http://pkg.example/web.tar", size: 10Mi}
+  - {name: conf, sha256: )", digest, R"(, url: /srv/conf.tar}
+health_check:
+  http: {port: http, path: /healthz}
+  interval: 5s
+  timeout: 500ms
+  failure_threshold: 2
+  initial_delay: 1s
+isolation: {namespaces: true, root_from_packages: true, user: nobody}
+)"));
+  const v1::TaskTemplate& t = s.task();
+  ASSERT_EQ(t.packages_size(), 2);
+  EXPECT_EQ(t.packages(0).name(), "web");
+  EXPECT_EQ(t.packages(0).sha256(), digest);
+  EXPECT_EQ(t.packages(0).url(), "http://pkg.example/web.tar");
+  EXPECT_EQ(t.packages(0).size_bytes(), 10 << 20);
+  EXPECT_EQ(t.health_check().http().port(), "http");
+  EXPECT_EQ(t.health_check().http().path(), "/healthz");
+  EXPECT_EQ(t.health_check().interval_ms(), 5000);
+  EXPECT_EQ(t.health_check().timeout_ms(), 500);
+  EXPECT_EQ(t.health_check().failure_threshold(), 2);
+  EXPECT_EQ(t.health_check().initial_delay_ms(), 1000);
+  EXPECT_TRUE(t.isolation().namespaces());
+  EXPECT_TRUE(t.isolation().root_from_packages());
+  EXPECT_EQ(t.isolation().user(), "nobody");
+
+  v1::JobSpec c = One("name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\n"
+                      "health_check: {command: [/bin/check, --quick]}\n");
+  EXPECT_THAT(c.task().health_check().command().argv(), ElementsAre("/bin/check", "--quick"));
+  v1::JobSpec tcp = One("name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi, ports: [db]}\n"
+                        "health_check: {tcp: db}\n");
+  EXPECT_EQ(tcp.task().health_check().tcp().port(), "db");
+}
+
+TEST(SpecTest, PackageHealthAndIsolationErrors) {
+  const std::string job = "name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi, ports: [http]}\n";
+  EXPECT_THAT(Errors(absl::StrCat(job, "packages:\n  - {name: web, sha256: abc, url: web.tar}\n")),
+              ElementsAre(HasSubstr("job.yaml:6:25: packages[0].sha256: 'abc' is not a SHA-256 digest"),
+                          HasSubstr("packages[0].url: 'web.tar' is not an absolute path")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "packages:\n  - {sha256: ", std::string(64, 'b'), ", url: /a.tar}\n")),
+              ElementsAre(HasSubstr("packages[0].name: missing")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "packages:\n  - {name: a, sha256: ", std::string(64, 'b'),
+                                  ", url: /a.tar, version: 2}\n")),
+              ElementsAre(HasSubstr("unknown field 'version'")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "health_check: {http: {port: admin}}\n")),
+              ElementsAre("job.yaml:5:29: health_check.http.port: 'admin' is not one of the task's named ports "
+                          "(resources.ports: [http])"));
+  EXPECT_THAT(Errors(absl::StrCat(job, "health_check: {interval: 5s}\n")),
+              ElementsAre(HasSubstr("say how to check: one of http:, tcp: or command:")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "health_check: {tcp: http, command: [x]}\n")),
+              ElementsAre(HasSubstr("give only one of http:, tcp: and command:")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "health_check: {tcp: http, interval: 1s, timeout: 5s}\n")),
+              ElementsAre(HasSubstr("health_check.timeout: 5s must be positive and no longer than the interval")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "isolation: {user: root}\n")),
+              ElementsAre(HasSubstr("isolation.user: must be an unprivileged user, not root")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "isolation: {root_from_packages: true}\n")),
+              ElementsAre(HasSubstr("isolation.root_from_packages: the task has no packages")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "isolation: {namespace: true}\n")),
+              ElementsAre(HasSubstr("unknown field 'namespace' (did you mean 'namespaces'?)")));
+}
+
 }  // namespace
 }  // namespace herd::spec
 

@@ -135,6 +135,108 @@ void CheckResources(const v1::TaskTemplate& t, Issues* out) {
   CheckExtended(r.extended(), "resources", out);
 }
 
+bool IsHex(absl::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f'); });
+}
+
+void CheckPackages(const v1::TaskTemplate& t, Issues* out) {
+  std::set<std::string> names;
+  for (int i = 0; i < t.packages_size(); ++i) {
+    const v1::Package& p = t.packages(i);
+    std::string path = Index("packages", i);
+    bool ok = !p.name().empty() && p.name().size() <= kMaxNameLength && absl::ascii_isalnum(p.name()[0]);
+    for (char c : p.name()) ok = ok && (absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.');
+    if (p.name().empty()) {
+      out->Add(Join(path, "name"), "missing: every package needs a name (it is installed as packages/NAME)");
+    } else if (!ok) {
+      out->Add(Join(path, "name"), absl::StrCat("'", p.name(), "' is not a valid package name (1-", kMaxNameLength,
+                                                " characters of letters, digits, '.', '-' and '_')"));
+    } else if (!names.insert(p.name()).second) {
+      out->Add(Join(path, "name"), absl::StrCat("package '", p.name(), "' is listed twice"));
+    }
+    if (p.sha256().empty()) {
+      out->Add(Join(path, "sha256"), "missing: the archive's SHA-256 (64 hex digits), e.g. from `sha256sum FILE`");
+    } else if (p.sha256().size() != 64 || !IsHex(p.sha256())) {
+      out->Add(Join(path, "sha256"),
+               absl::StrCat("'", p.sha256(), "' is not a SHA-256 digest (64 hex digits, got ", p.sha256().size(), ")"));
+    }
+    if (p.url().empty()) {
+      out->Add(Join(path, "url"), "missing: where the agent fetches the archive (a path, file:// or http:// URL)");
+    } else if (!absl::StartsWith(p.url(), "/") && !absl::StartsWith(p.url(), "file://") &&
+               !absl::StartsWith(p.url(), "http://")) {
+      out->Add(Join(path, "url"),
+               absl::StrCat("'", p.url(), "' is not an absolute path, a file:// or an http:// URL"));
+    }
+    if (p.size_bytes() < 0) out->Add(Join(path, "size"), "must not be negative");
+  }
+}
+
+void CheckHealth(const v1::TaskTemplate& t, Issues* out) {
+  if (!t.has_health_check()) return;
+  const v1::HealthCheck& h = t.health_check();
+  auto named_port = [&](const std::string& port, const std::string& path) {
+    if (port.empty()) {
+      out->Add(path, "missing: which of the task's named ports to check");
+    } else if (std::find(t.port_names().begin(), t.port_names().end(), port) == t.port_names().end()) {
+      out->Add(path, absl::StrCat("'", port, "' is not one of the task's named ports (resources.ports: [",
+                                  absl::StrJoin(t.port_names(), ", "), "])"));
+    }
+  };
+  switch (h.kind_case()) {
+    case v1::HealthCheck::kHttp:
+      named_port(h.http().port(), "health_check.http.port");
+      if (!h.http().path().empty() && h.http().path()[0] != '/') {
+        out->Add("health_check.http.path", absl::StrCat("'", h.http().path(), "' must start with '/'"));
+      }
+      break;
+    case v1::HealthCheck::kTcp:
+      named_port(h.tcp().port(), "health_check.tcp.port");
+      break;
+    case v1::HealthCheck::kCommand:
+      if (h.command().argv().empty() || h.command().argv(0).empty()) {
+        out->Add("health_check.command", "missing: the command to run, e.g. [\"/bin/check\"]");
+      }
+      break;
+    case v1::HealthCheck::KIND_NOT_SET:
+      out->Add("health_check", "say how to check: one of http:, tcp: or command:");
+      break;
+  }
+  constexpr int64_t kMinIntervalMs = 100, kMaxIntervalMs = 3'600'000;
+  if (h.interval_ms() != 0 && (h.interval_ms() < kMinIntervalMs || h.interval_ms() > kMaxIntervalMs)) {
+    out->Add("health_check.interval", absl::StrCat(FormatDurationMs(h.interval_ms()), " is outside ",
+                                                   FormatDurationMs(kMinIntervalMs), "..",
+                                                   FormatDurationMs(kMaxIntervalMs)));
+  }
+  int64_t interval = h.interval_ms() != 0 ? h.interval_ms() : 10'000;
+  if (h.timeout_ms() < 0 || h.timeout_ms() > interval) {
+    out->Add("health_check.timeout", absl::StrCat(FormatDurationMs(h.timeout_ms()),
+                                                  " must be positive and no longer than the interval (",
+                                                  FormatDurationMs(interval), ")"));
+  }
+  if (h.failure_threshold() < 0) out->Add("health_check.failure_threshold", "must not be negative");
+  if (h.initial_delay_ms() < 0 || h.initial_delay_ms() > kMaxIntervalMs) {
+    out->Add("health_check.initial_delay", "must be between 0 and 1h");
+  }
+}
+
+void CheckIsolation(const v1::TaskTemplate& t, Issues* out) {
+  const v1::Isolation& iso = t.isolation();
+  if (iso.root_from_packages() && t.packages_size() == 0) {
+    out->Add("isolation.root_from_packages", "the task has no packages to build its root from");
+  }
+  const std::string& u = iso.user();
+  if (!u.empty()) {
+    bool ok = u.size() <= 32 && (absl::ascii_islower(u[0]) || u[0] == '_');
+    for (char c : u) ok = ok && (absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_' || c == '-');
+    if (!ok) {
+      out->Add("isolation.user", absl::StrCat("'", u, "' is not a valid user name (1-32 characters of a-z, 0-9, "
+                                              "'_' and '-', starting with a letter or '_')"));
+    } else if (u == "root") {
+      out->Add("isolation.user", "must be an unprivileged user, not root");
+    }
+  }
+}
+
 void CheckConstraint(const v1::Constraint& c, const std::string& path, Issues* out) {
   if (c.attribute().empty()) {
     out->Add(Join(path, "attribute"), "missing: say which machine attribute, e.g. attribute: zone");
@@ -304,6 +406,9 @@ std::vector<Issue> ValidateIssues(const v1::JobSpec& spec) {
     }
   }
   CheckResources(t, &out);
+  CheckPackages(t, &out);
+  CheckHealth(t, &out);
+  CheckIsolation(t, &out);
 
   for (int i = 0; i < spec.constraints_size(); ++i) CheckConstraint(spec.constraints(i), Index("constraints", i), &out);
   CheckRestart(spec.restart(), &out);

@@ -1,6 +1,7 @@
 #include "master/core/master_core.h"
 
 #include <google/protobuf/util/message_differencer.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -296,13 +297,90 @@ TEST(Reconcile, OnlyDifferencesBecomeMutations) {
   r0->set_run_id("alice.a.0.1");
   r0->set_phase(v1::Task::ACTIVE);
   r0->set_pid(42);
-  auto ms = Reconcile(s, "m1", sent, resp);
+  auto ms = Reconcile(s, "m1", sent, resp, 0);
   ASSERT_EQ(ms.size(), 2u);
   EXPECT_TRUE(ms[0].has_task_observed());
   EXPECT_EQ(ms[0].task_observed().pid(), 42);
   EXPECT_TRUE(ms[1].has_task_lost());  // task 1 was sent but the agent lacks it
   ASSERT_TRUE(s.Apply(ms[0]).ok());
-  EXPECT_TRUE(Reconcile(s, "m1", {"alice.a.0.1"}, resp).empty());  // nothing new
+  EXPECT_TRUE(Reconcile(s, "m1", {"alice.a.0.1"}, resp, 0).empty());  // nothing new
+}
+
+TEST(Reconcile, PortsHealthAndPackagesReachTheCell) {
+  cell::CellState s;
+  ASSERT_TRUE(s.Apply(Register(MachineBuilder("m1").Build())).ok());
+  ASSERT_TRUE(s.Apply(Submit(JobBuilder("a").Build())).ok());
+  ASSERT_TRUE(s.Apply(Schedule("alice/a", 0, "m1")).ok());
+  v1::PollResponse resp;
+  v1::RunStatus* r = resp.add_runs();
+  r->set_run_id("alice.a.0.1");
+  r->set_phase(v1::Task::ACTIVE);
+  (*r->mutable_ports())["http"] = 20001;
+  r->mutable_health()->set_state(v1::Health::UNHEALTHY);
+  r->mutable_health()->set_message("HTTP 500");
+  resp.add_packages()->set_sha256("bb");
+  resp.add_packages()->set_sha256("aa");
+  auto ms = Reconcile(s, "m1", {"alice.a.0.1"}, resp, 0);
+  ASSERT_EQ(ms.size(), 2u);
+  ASSERT_TRUE(ms[0].has_machine_packages());
+  EXPECT_THAT(ms[0].machine_packages().packages(), ::testing::ElementsAre("aa", "bb"));
+  ASSERT_TRUE(ms[1].has_task_observed());
+  for (const auto& m : ms) ASSERT_TRUE(s.Apply(m).ok());
+  v1::Task t = s.FindTask("alice/a", 0)->ToProto();
+  EXPECT_EQ(t.ports().at("http"), 20001);
+  EXPECT_EQ(t.health(), "unhealthy: HTTP 500");
+  EXPECT_THAT(s.FindMachine("m1")->packages, ::testing::ElementsAre("aa", "bb"));
+  EXPECT_TRUE(Reconcile(s, "m1", {"alice.a.0.1"}, resp, 0).empty());  // nothing new
+  r->mutable_health()->set_state(v1::Health::HEALTHY);
+  ms = Reconcile(s, "m1", {"alice.a.0.1"}, resp, 0);
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].task_observed().health(), "healthy");
+}
+
+TEST(Reconcile, CrashLoopsAndEvictionsArePlacedAgainElsewhere) {
+  for (bool evicted : {false, true}) {
+    cell::CellState s;
+    ASSERT_TRUE(s.Apply(Register(MachineBuilder("m1").Build())).ok());
+    ASSERT_TRUE(s.Apply(Submit(JobBuilder("a").Build())).ok());
+    ASSERT_TRUE(s.Apply(Schedule("alice/a", 0, "m1")).ok());
+    v1::PollResponse resp;
+    v1::RunStatus* r = resp.add_runs();
+    r->set_run_id("alice.a.0.1");
+    r->set_phase(v1::Task::STARTING);
+    r->set_message(evicted ? "evicted: machine out of memory" : "exited with code 1");
+    (evicted ? r->set_evicted(true) : r->set_crash_looping(true));
+    r->set_terminal(evicted);
+    auto ms = Reconcile(s, "m1", {"alice.a.0.1"}, resp, 1000);
+    ASSERT_EQ(ms.size(), 1u);
+    ASSERT_TRUE(ms[0].has_task_rescheduled()) << ms[0].DebugString();
+    EXPECT_EQ(ms[0].task_rescheduled().avoid_until_ms(),
+              1000 + (evicted ? kAvoidAfterEvictionMs : kAvoidAfterCrashLoopMs));
+    EXPECT_THAT(ms[0].task_rescheduled().reason(), ::testing::HasSubstr(evicted ? "evicted from m1" : "crash loop on m1"));
+    ms[0].set_time_ms(1000);
+    ASSERT_TRUE(s.Apply(ms[0]).ok());
+    v1::Task t = s.FindTask("alice/a", 0)->ToProto();
+    EXPECT_EQ(t.state(), v1::Task::PENDING);
+    ASSERT_EQ(t.avoid_size(), 1);
+    EXPECT_EQ(t.avoid(0).machine(), "m1");
+  }
+}
+
+TEST(Reconcile, TaskRunCarriesPackagesHealthAndIsolation) {
+  cell::CellState s;
+  ASSERT_TRUE(s.Apply(Register(MachineBuilder("m1").Build())).ok());
+  v1::JobSpec spec = JobBuilder("a").Build();
+  v1::Package* p = spec.mutable_task()->add_packages();
+  p->set_name("web");
+  p->set_sha256("ab");
+  spec.mutable_task()->mutable_health_check()->mutable_tcp()->set_port("http");
+  spec.mutable_task()->mutable_isolation()->set_user("nobody");
+  ASSERT_TRUE(s.Apply(Submit(spec)).ok());
+  ASSERT_TRUE(s.Apply(Schedule("alice/a", 0, "m1")).ok());
+  v1::TaskRun run = BuildTaskRun(s, *s.FindTask("alice/a", 0));
+  ASSERT_EQ(run.packages_size(), 1);
+  EXPECT_EQ(run.packages(0).name(), "web");
+  EXPECT_EQ(run.health_check().tcp().port(), "http");
+  EXPECT_EQ(run.isolation().user(), "nobody");
 }
 
 }  // namespace

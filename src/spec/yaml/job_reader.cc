@@ -23,7 +23,14 @@ namespace {
 constexpr absl::string_view kJobFields[] = {
     "name",        "user",      "priority",  "tasks",         "command",          "args",
     "env",         "workdir",   "resources", "constraints",   "soft_constraints", "restart",
-    "grace_period", "appclass", "labels",    "overrides",     "different_machines", "max_per_domain"};
+    "grace_period", "appclass", "labels",    "overrides",     "different_machines", "max_per_domain",
+    "packages",    "health_check", "isolation"};
+constexpr absl::string_view kPackageFields[] = {"name", "sha256", "url", "size"};
+constexpr absl::string_view kHealthFields[] = {"http", "tcp", "command", "interval", "timeout", "failure_threshold",
+                                               "initial_delay"};
+constexpr absl::string_view kHttpCheckFields[] = {"port", "path"};
+constexpr absl::string_view kTcpCheckFields[] = {"port"};
+constexpr absl::string_view kIsolationFields[] = {"namespaces", "root_from_packages", "user"};
 constexpr absl::string_view kJobResourceFields[] = {"cpu", "memory", "disk", "ports", "gpu", "extended"};
 constexpr absl::string_view kOverrideResourceFields[] = {"cpu", "memory", "disk", "gpu", "extended"};
 constexpr absl::string_view kConstraintFields[] = {"attribute", "op", "value", "values", "soft", "weight"};
@@ -61,6 +68,9 @@ class JobReader : public NodeReader {
   void ReadConstraints(const Value& v, bool soft, v1::JobSpec* spec);
   void ReadConstraint(const Value& v, bool soft_list, v1::Constraint* c);
   void ReadRestart(const Value& v, v1::RestartPolicy* r);
+  void ReadPackages(const Value& v, v1::TaskTemplate* t);
+  void ReadHealthCheck(const Value& v, v1::HealthCheck* h);
+  void ReadIsolation(const Value& v, v1::Isolation* iso);
   void ReadAppClass(const Value& v, v1::JobSpec* spec);
   void ReadOverrides(const Value& v, v1::JobSpec* spec);
   void ReadOverride(const Value& v, bool keyed, v1::TaskOverride* o);
@@ -127,6 +137,9 @@ v1::JobSpec JobReader::Read(const YAML::Node& node) {
     spec.set_appclass(IsProd(spec.priority()) ? v1::LATENCY_SENSITIVE : v1::BATCH);
   }
   if (auto v = get("labels")) StringMap(*v, spec.mutable_labels());
+  if (auto v = get("packages")) ReadPackages(*v, task);
+  if (auto v = get("health_check")) ReadHealthCheck(*v, task->mutable_health_check());
+  if (auto v = get("isolation")) ReadIsolation(*v, task->mutable_isolation());
   if (auto v = get("overrides")) ReadOverrides(*v, &spec);
   if (auto v = get("different_machines")) {
     if (auto b = Bool(*v)) spec.set_different_machines(*b);
@@ -328,6 +341,106 @@ void JobReader::ReadConstraint(const Value& v, bool soft_list, v1::Constraint* c
     }
   } else if (soft) {
     c->set_weight(1);
+  }
+}
+
+void JobReader::ReadPackages(const Value& v, v1::TaskTemplate* t) {
+  Record(v);
+  if (!v.node.IsSequence()) {
+    TypeError(v, "a list of packages, each {name:, sha256:, url:}");
+    return;
+  }
+  int i = 0;
+  for (const YAML::Node& item : v.node) {
+    Location loc = LocationOf(item);
+    Value iv{item, v.path.Item(i)};
+    iv.loc = loc.known() ? loc : v.loc;
+    ++i;
+    v1::Package* p = t->add_packages();  // always added, so indexes match the file
+    Record(iv);
+    std::optional<Fields> f = Map(iv, kPackageFields, "a package (a map with name:, sha256:, url:)");
+    if (!f) continue;
+    if (const Entry* e = f->Get("name")) {
+      if (auto s = String(ValueOf(*e, iv.path))) p->set_name(*s);
+    }
+    if (const Entry* e = f->Get("sha256")) {
+      if (auto s = String(ValueOf(*e, iv.path))) p->set_sha256(absl::AsciiStrToLower(*s));
+    }
+    if (const Entry* e = f->Get("url")) {
+      if (auto s = String(ValueOf(*e, iv.path))) p->set_url(*s);
+    }
+    if (const Entry* e = f->Get("size")) {
+      if (auto n = Quantity(ValueOf(*e, iv.path), &ParseBytes)) p->set_size_bytes(*n);
+    }
+  }
+}
+
+void JobReader::ReadHealthCheck(const Value& v, v1::HealthCheck* h) {
+  std::optional<Fields> f =
+      Map(v, kHealthFields, "a health check (a map with one of http:, tcp:, command:, and interval:, timeout:, ...)");
+  if (!f) return;
+  auto port_of = [&](const Entry& e, absl::Span<const absl::string_view> known, absl::string_view what,
+                     std::string* port, std::string* path) {
+    Value cv = ValueOf(e, v.path);
+    if (cv.node.IsScalar()) {  // "http: web" is short for {port: web}
+      if (auto s = String(cv)) *port = *s;
+      return;
+    }
+    std::optional<Fields> cf = Map(cv, known, what);
+    if (!cf) return;
+    if (const Entry* pe = cf->Get("port")) {
+      if (auto s = String(ValueOf(*pe, cv.path))) *port = *s;
+    }
+    if (path != nullptr) {
+      if (const Entry* pe = cf->Get("path")) {
+        if (auto s = String(ValueOf(*pe, cv.path))) *path = *s;
+      }
+    }
+  };
+  int kinds = 0;
+  if (const Entry* e = f->Get("http")) {
+    ++kinds;
+    v1::HealthCheck::Http* http = h->mutable_http();
+    port_of(*e, kHttpCheckFields, "an HTTP check (a map with port: and path:)", http->mutable_port(),
+            http->mutable_path());
+  }
+  if (const Entry* e = f->Get("tcp")) {
+    ++kinds;
+    port_of(*e, kTcpCheckFields, "a TCP check (a map with port:)", h->mutable_tcp()->mutable_port(), nullptr);
+  }
+  if (const Entry* e = f->Get("command")) {
+    ++kinds;
+    ReadCommand(ValueOf(*e, v.path), h->mutable_command()->mutable_argv());
+  }
+  if (kinds != 1) {
+    Error(v, kinds == 0 ? "say how to check: one of http:, tcp: or command:"
+                        : "give only one of http:, tcp: and command:");
+  }
+  if (const Entry* e = f->Get("interval")) {
+    if (auto ms = Quantity(ValueOf(*e, v.path), &ParseDurationMs)) h->set_interval_ms(*ms);
+  }
+  if (const Entry* e = f->Get("timeout")) {
+    if (auto ms = Quantity(ValueOf(*e, v.path), &ParseDurationMs)) h->set_timeout_ms(*ms);
+  }
+  if (const Entry* e = f->Get("initial_delay")) {
+    if (auto ms = Quantity(ValueOf(*e, v.path), &ParseDurationMs)) h->set_initial_delay_ms(*ms);
+  }
+  if (const Entry* e = f->Get("failure_threshold")) {
+    if (auto n = Int(ValueOf(*e, v.path), 1000)) h->set_failure_threshold(static_cast<int32_t>(*n));
+  }
+}
+
+void JobReader::ReadIsolation(const Value& v, v1::Isolation* iso) {
+  std::optional<Fields> f = Map(v, kIsolationFields, "isolation (a map with namespaces:, root_from_packages:, user:)");
+  if (!f) return;
+  if (const Entry* e = f->Get("namespaces")) {
+    if (auto b = Bool(ValueOf(*e, v.path))) iso->set_namespaces(*b);
+  }
+  if (const Entry* e = f->Get("root_from_packages")) {
+    if (auto b = Bool(ValueOf(*e, v.path))) iso->set_root_from_packages(*b);
+  }
+  if (const Entry* e = f->Get("user")) {
+    if (auto s = String(ValueOf(*e, v.path))) iso->set_user(*s);
   }
 }
 

@@ -208,7 +208,7 @@ void LinkShard::PollOne(const std::string& name) {
     HERD_LOG_INFO("machine {} is back", name);
   }
   std::vector<v1::Mutation> diff = committer_->Read(
-      [&](const cell::CellState& s) { return Reconcile(s, name, plan.sent, *resp); });
+      [&](const cell::CellState& s) { return Reconcile(s, name, plan.sent, *resp, clock_->NowMs()); });
   for (auto& m : diff) changes.push_back(std::move(m));
   if (!changes.empty()) committer_->CommitEach(absl::StrCat("agent:", name), std::move(changes));
 }

@@ -1,5 +1,7 @@
 #include "master/core/link/reconcile.h"
 
+#include <algorithm>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
@@ -26,6 +28,9 @@ v1::TaskRun BuildTaskRun(const cell::CellState& state, const cell::Task& t) {
   run.set_user(spec.user());
   *run.mutable_port_names() = tt.port_names();
   run.set_workdir(tt.workdir());
+  *run.mutable_packages() = tt.packages();
+  if (tt.has_health_check()) *run.mutable_health_check() = tt.health_check();
+  if (tt.has_isolation()) *run.mutable_isolation() = tt.isolation();
   return run;
 }
 
@@ -37,12 +42,36 @@ v1::PollRequest BuildPollRequest(const cell::CellState& state, const cell::Machi
   return req;
 }
 
+std::string HealthText(const v1::Health& h) {
+  switch (h.state()) {
+    case v1::Health::HEALTHY:
+      return "healthy";
+    case v1::Health::UNHEALTHY:
+      return h.message().empty() ? "unhealthy" : absl::StrCat("unhealthy: ", h.message());
+    default:
+      return "";
+  }
+}
+
 std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::string& machine,
                                     const absl::flat_hash_set<std::string>& sent,
-                                    const v1::PollResponse& observed) {
+                                    const v1::PollResponse& observed, int64_t now_ms) {
   std::vector<v1::Mutation> out;
   const cell::Machine* m = state.FindMachine(machine);
   if (m == nullptr) return out;
+  {
+    // The package cache, for the scheduler's package locality.
+    std::vector<std::string> cached;
+    for (const v1::CachedPackage& p : observed.packages()) cached.push_back(p.sha256());
+    std::sort(cached.begin(), cached.end());
+    cached.erase(std::unique(cached.begin(), cached.end()), cached.end());
+    if (cached != m->packages) {
+      v1::Mutation mut;
+      mut.mutable_machine_packages()->set_name(machine);
+      for (auto& p : cached) mut.mutable_machine_packages()->add_packages(std::move(p));
+      out.push_back(std::move(mut));
+    }
+  }
   absl::flat_hash_map<std::string, const v1::RunStatus*> runs;
   for (const v1::RunStatus& r : observed.runs()) runs[r.run_id()] = &r;
   for (const cell::Task* t : m->tasks) {
@@ -61,6 +90,17 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
       continue;
     }
     const v1::RunStatus& r = *it->second;
+    if (r.crash_looping() || r.evicted()) {
+      // Not this task's fault alone, or not this machine's to fix: place it
+      // again, elsewhere. A crash loop keeps it off this machine for a while
+      // (no repeated task::machine pairing); an eviction only briefly.
+      v1::TaskRescheduled* rs = mut.mutable_task_rescheduled();
+      *rs->mutable_task() = ref;
+      rs->set_reason(absl::StrCat(r.evicted() ? "evicted from " : "crash loop on ", machine, ": ", r.message()));
+      rs->set_avoid_until_ms(now_ms + (r.evicted() ? kAvoidAfterEvictionMs : kAvoidAfterCrashLoopMs));
+      out.push_back(std::move(mut));
+      continue;
+    }
     if (r.terminal()) {
       v1::TaskExited* e = mut.mutable_task_exited();
       *e->mutable_task() = ref;
@@ -71,9 +111,17 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
       out.push_back(std::move(mut));
       continue;
     }
+    std::string health = HealthText(r.health());
+    bool agent_info_changed =
+        t->agent_info ? (health != t->agent_info->health ||
+                         !std::equal(r.ports().begin(), r.ports().end(), t->agent_info->ports.begin(),
+                                     t->agent_info->ports.end(),
+                                     [](const auto& a, const auto& b) { return a.first == b.first && a.second == b.second; }) ||
+                         static_cast<size_t>(r.ports().size()) != t->agent_info->ports.size())
+                      : (!health.empty() || !r.ports().empty());
     if (r.phase() != t->phase || r.pid() != t->pid || r.restarts() != t->restarts ||
         r.exit_code() != t->exit_code || r.exit_signal() != t->exit_signal || r.message() != t->message ||
-        r.started_ms() != t->started_ms) {
+        r.started_ms() != t->started_ms || agent_info_changed) {
       v1::TaskObserved* o = mut.mutable_task_observed();
       *o->mutable_task() = ref;
       o->set_phase(r.phase());
@@ -83,6 +131,8 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
       o->set_exit_signal(r.exit_signal());
       o->set_message(r.message());
       o->set_started_ms(r.started_ms());
+      *o->mutable_ports() = r.ports();
+      o->set_health(std::move(health));
       out.push_back(std::move(mut));
     }
   }

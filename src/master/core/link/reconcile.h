@@ -22,9 +22,19 @@ v1::PollRequest BuildPollRequest(const cell::CellState& state, const cell::Machi
 // Mutations that bring the cell in line with `observed`: TaskObserved for
 // changed runs, TaskExited for runs that ended for good, TaskLost for runs the
 // agent should have (they were in `sent`, the desired set the reply answers)
-// but does not report. Runs placed after the poll was built are left alone.
+// but does not report, TaskRescheduled for runs in a crash loop or evicted
+// (placed again, avoiding this machine for a while), MachinePackages when the
+// package cache changed. Runs placed after the poll was built are left alone.
 std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::string& machine,
                                     const absl::flat_hash_set<std::string>& sent,
-                                    const v1::PollResponse& observed);
+                                    const v1::PollResponse& observed, int64_t now_ms);
+
+// How long a task stays off a machine where it crash-looped or was evicted.
+inline constexpr int64_t kAvoidAfterCrashLoopMs = 30 * 60 * 1000;
+inline constexpr int64_t kAvoidAfterEvictionMs = 5 * 60 * 1000;
+
+// A RunStatus's health as the cell keeps it: "" (no check yet), "healthy",
+// "unhealthy: MESSAGE".
+std::string HealthText(const v1::Health& health);
 
 }  // namespace herd::master
