@@ -26,6 +26,7 @@ struct SourceFlags {
   std::string synthetic, google2011, checkpoint;
   std::vector<std::string> openb;
   double at = -1;
+  double pods = 1;
   int64_t revision = 0;
 };
 
@@ -35,6 +36,9 @@ void AddSourceFlags(CLI::App* cmd, SourceFlags* s) {
   cmd->add_option("--google2011", s->google2011, "A Google 2011 trace directory (machine_events/, task_events/)");
   cmd->add_option("--at", s->at, "With --google2011: the time in seconds (default: middle of the task events)");
   cmd->add_option("--openb", s->openb, "The Alibaba openb trace: NODES.csv PODS.csv")->expected(2);
+  cmd->add_option("--pods", s->pods,
+                  "With --openb: only this share of the pods, the first to arrive (the lists ask for ~98% of the "
+                  "cell's GPUs, more than fits)");
   cmd->add_option("--checkpoint", s->checkpoint, "A checkpoint from `herd checkpoint export`");
   cmd->add_option("--revision", s->revision, "With --checkpoint: the state as of this revision");
 }
@@ -50,7 +54,7 @@ absl::StatusOr<sim::SimWorkload> LoadSource(const SourceFlags& s) {
     return w;
   }
   if (!s.google2011.empty()) return sim::Google2011Workload(s.google2011, s.at);
-  if (!s.openb.empty()) return sim::OpenbWorkload(s.openb[0], s.openb[1]);
+  if (!s.openb.empty()) return sim::OpenbWorkload(s.openb[0], s.openb[1], s.pods);
   return sim::CheckpointWorkload(s.checkpoint, s.revision);
 }
 

@@ -21,7 +21,8 @@ namespace herd::sim {
 absl::StatusOr<SimWorkload> SyntheticWorkload(absl::string_view spec, const std::string& machine_events = "");
 // `at_s` < 0: the middle of the task events' window.
 absl::StatusOr<SimWorkload> Google2011Workload(const std::string& dir, double at_s = -1);
-absl::StatusOr<SimWorkload> OpenbWorkload(const std::string& nodes, const std::string& pods);
+// `fraction` < 1 keeps only the pods that arrived first (by creation time).
+absl::StatusOr<SimWorkload> OpenbWorkload(const std::string& nodes, const std::string& pods, double fraction = 1);
 absl::StatusOr<SimWorkload> CheckpointWorkload(const std::string& path, int64_t revision = 0);
 
 // The cell state of a checkpoint (at `revision`, 0 = its last).
