@@ -1,0 +1,82 @@
+#include "agent/packages/isolation_extension.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agent/packages/packages_extension.h"
+#include "agent/runtime/shim_protocol.h"
+
+namespace herd::agent {
+
+std::string TaskHostname(const v1::TaskRun& spec) {
+  // "alice/web" index 3 -> "3.web.alice", as a Borg task's BNS name reads.
+  std::vector<std::string> parts = absl::StrSplit(spec.ref().job(), '/');
+  std::string raw = absl::StrCat(spec.ref().index());
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) absl::StrAppend(&raw, ".", *it);
+  if (spec.ref().job().empty()) raw = spec.run_id();
+  std::string out;
+  for (char c : raw) {
+    if (absl::ascii_isalnum(c) || c == '.' || c == '-') {
+      out.push_back(absl::ascii_tolower(c));
+    } else {
+      out.push_back('-');
+    }
+  }
+  if (out.size() > 63) out.resize(63);
+  return out.empty() ? "task" : out;
+}
+
+absl::Status IsolationExtension::Prepare(const RunView& run, AttemptSetup* setup) {
+  const v1::Isolation& iso = run.spec.isolation();
+  const bool root = iso.root_from_packages();
+  if (root && run.spec.packages().empty()) {
+    return absl::InvalidArgumentError("isolation.root_from_packages needs packages to build the root from");
+  }
+  if (iso.namespaces() || root) {
+    setup->shim_args.insert(setup->shim_args.end(), {shim::kOptNamespaces, shim::kOptHostname, TaskHostname(run.spec)});
+  }
+  if (root) {
+    const std::string& workdir = run.spec.workdir();
+    std::string cwd = "/sandbox";
+    if (!workdir.empty()) cwd = workdir[0] == '/' ? workdir : absl::StrCat("/sandbox/", workdir);
+    setup->shim_args.insert(setup->shim_args.end(), {shim::kOptRoot, TaskRootOf(run.dir), shim::kOptBind,
+                                                     run.dir.Sandbox(), "sandbox", shim::kOptCwd, cwd});
+  }
+  if (!iso.user().empty()) {
+    struct passwd pw;
+    struct passwd* found = nullptr;
+    std::vector<char> buf(16384);
+    int rc = getpwnam_r(iso.user().c_str(), &pw, buf.data(), buf.size(), &found);
+    if (found == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat("user ", iso.user(), " does not exist on this machine",
+                                                        rc != 0 ? absl::StrCat(" (", strerror(rc), ")") : ""));
+    }
+    setup->shim_args.insert(setup->shim_args.end(), {shim::kOptUid, absl::StrCat(pw.pw_uid), shim::kOptGid,
+                                                     absl::StrCat(pw.pw_gid)});
+    // The task may write its sandbox (and its working directory in it).
+    std::vector<std::string> dirs = {run.dir.Sandbox()};
+    const std::string& workdir = run.spec.workdir();
+    if (!workdir.empty() && workdir[0] != '/') {
+      std::string path = run.dir.Sandbox();
+      for (absl::string_view part : absl::StrSplit(workdir, '/', absl::SkipEmpty())) {
+        absl::StrAppend(&path, "/", part);
+        dirs.push_back(path);
+      }
+    }
+    for (const std::string& d : dirs) {
+      if (lchown(d.c_str(), pw.pw_uid, pw.pw_gid) != 0 && errno != ENOENT) {
+        return absl::InternalError(absl::StrCat("chown ", d, " to ", iso.user(), ": ", strerror(errno)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace herd::agent

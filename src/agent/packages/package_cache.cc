@@ -1,0 +1,277 @@
+#include "agent/packages/package_cache.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agent/packages/fetch.h"
+#include "agent/runtime/process.h"
+#include "base/log.h"
+#include "base/status.h"
+
+namespace herd::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsDigest(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!absl::ascii_isdigit(c) && !(c >= 'a' && c <= 'f')) return false;
+  }
+  return true;
+}
+
+// Packages are shared: nobody but root may change their files in place
+// (runs see them through symlinks or hardlinks), and every task user may
+// read them.
+void MakeReadOnly(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    struct stat st;
+    if (lstat(it->path().c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+    mode_t mode = st.st_mode & 07777;
+    mode_t want = S_ISDIR(st.st_mode) ? (mode | 0555) : ((mode & ~0222) | 0444);
+    if (want != mode) chmod(it->path().c_str(), want);
+  }
+  chmod(dir.c_str(), 0755);
+}
+
+}  // namespace
+
+int64_t TreeBytes(const std::string& dir) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    struct stat st;
+    if (lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode)) total += st.st_size;
+  }
+  return total;
+}
+
+absl::Status PackageCache::Validate(const v1::Package& p) {
+  if (p.name().empty()) return absl::InvalidArgumentError("a package has no name");
+  if (!IsDigest(absl::AsciiStrToLower(p.sha256()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("package ", p.name(), ": sha256 \"", p.sha256(), "\" is not 64 hex digits"));
+  }
+  if (p.url().empty()) return absl::InvalidArgumentError(absl::StrCat("package ", p.name(), ": no url"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<PackageCache>> PackageCache::Open(Options options) {
+  if (options.dir.empty()) return absl::InvalidArgumentError("package cache needs a directory");
+  if (options.clock == nullptr) options.clock = RealClock::Get();
+  std::error_code ec;
+  fs::create_directories(options.dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("create ", options.dir, ": ", ec.message()));
+  chmod(options.dir.c_str(), 0755);
+  std::unique_ptr<PackageCache> cache(new PackageCache(std::move(options)));
+  const std::string& dir = cache->options_.dir;
+  absl::MutexLock l(&cache->mu_);
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    absl::StatusOr<std::string> meta = ReadFile(e.path().string() + "/meta");
+    if (!IsDigest(name) || !meta.ok()) {
+      // An install cut short (or something that is not ours to keep).
+      HERD_LOG_INFO("package cache: removing {}", e.path().string());
+      fs::remove_all(e.path(), ec);
+      continue;
+    }
+    Entry entry;
+    for (absl::string_view line : absl::StrSplit(*meta, '\n')) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(line, absl::MaxSplits('=', 1));
+      if (kv.first == "name") entry.name = kv.second;
+      if (kv.first == "size") (void)absl::SimpleAtoi(kv.second, &entry.size_bytes);
+      if (kv.first == "last_used_ms") (void)absl::SimpleAtoi(kv.second, &entry.last_used_ms);
+    }
+    cache->entries_[name] = entry;
+  }
+  HERD_LOG_INFO("package cache {}: {} package(s), {} bytes of {}", dir, cache->entries_.size(),
+                [&] {
+                  int64_t t = 0;
+                  for (const auto& [k, v] : cache->entries_) t += v.size_bytes;
+                  return t;
+                }(),
+                cache->options_.budget_bytes);
+  return cache;
+}
+
+absl::Status PackageCache::WriteMeta(const std::string& sha256, const Entry& e) const {
+  return WriteFileAtomic(PathOf(sha256) + "/meta",
+                         absl::StrCat("name=", e.name, "\nsize=", e.size_bytes, "\nlast_used_ms=", e.last_used_ms, "\n"));
+}
+
+std::optional<std::string> PackageCache::Lookup(const std::string& sha256) {
+  absl::MutexLock l(&mu_);
+  auto it = entries_.find(sha256);
+  if (it == entries_.end()) return std::nullopt;
+  it->second.last_used_ms = options_.clock->NowMs();
+  // Best effort: the order of eviction after a restart.
+  (void)WriteMeta(sha256, it->second);
+  return PathOf(sha256) + "/root";
+}
+
+absl::Status PackageCache::Install(const v1::Package& package, const std::atomic<bool>* stop) {
+  HERD_RETURN_IF_ERROR(Validate(package));
+  const std::string sha = absl::AsciiStrToLower(package.sha256());
+  absl::MutexLock install(&install_mu_);
+  {
+    absl::MutexLock l(&mu_);
+    if (entries_.contains(sha)) return absl::OkStatus();
+  }
+  const std::string tmp = absl::StrCat(options_.dir, "/.tmp-", sha, "-", getpid(), "-", tmp_seq_++);
+  std::error_code ec;
+  auto cleanup = [&] { fs::remove_all(tmp, ec); };
+  if (mkdir(tmp.c_str(), 0755) != 0 || mkdir((tmp + "/root").c_str(), 0755) != 0) {
+    absl::Status st = absl::InternalError(absl::StrCat("mkdir ", tmp, ": ", strerror(errno)));
+    cleanup();
+    return st;
+  }
+  const int64_t t0 = options_.clock->MonotonicMs();
+  ++fetches_;
+  absl::StatusOr<Fetched> got = FetchToFile(package.url(), tmp + "/archive", stop);
+  if (!got.ok()) {
+    cleanup();
+    return absl::Status(got.status().code(), absl::StrCat("package ", package.name(), ": ", got.status().message()));
+  }
+  if (got->sha256 != sha) {
+    cleanup();
+    return absl::FailedPreconditionError(absl::StrCat("package ", package.name(), ": sha256 mismatch: want ", sha,
+                                                      " got ", got->sha256, " (from ", package.url(), ")"));
+  }
+  if (absl::Status st = Untar(tmp + "/archive", tmp + "/root"); !st.ok()) {
+    cleanup();
+    return absl::Status(st.code(), absl::StrCat("package ", package.name(), ": ", st.message()));
+  }
+  unlink((tmp + "/archive").c_str());
+  MakeReadOnly(tmp + "/root");
+  Entry entry;
+  entry.name = package.name();
+  entry.size_bytes = TreeBytes(tmp + "/root");
+  entry.last_used_ms = options_.clock->NowMs();
+  if (absl::Status st = WriteFileAtomic(tmp + "/meta", absl::StrCat("name=", entry.name, "\nsize=", entry.size_bytes,
+                                                                      "\nlast_used_ms=", entry.last_used_ms, "\n"));
+      !st.ok()) {
+    cleanup();
+    return st;
+  }
+  if (rename(tmp.c_str(), PathOf(sha).c_str()) != 0) {
+    absl::Status st = absl::InternalError(absl::StrCat("rename ", tmp, ": ", strerror(errno)));
+    cleanup();
+    return st;
+  }
+  HERD_LOG_INFO("package {} ({}) installed: {} byte archive, {} bytes unpacked, in {} ms", package.name(), sha,
+                got->size_bytes, entry.size_bytes, options_.clock->MonotonicMs() - t0);
+  {
+    absl::MutexLock l(&mu_);
+    entries_[sha] = entry;
+    EvictLocked();
+  }
+  DeleteDoomed();
+  return absl::OkStatus();
+}
+
+void PackageCache::Ref(const std::string& sha256) {
+  absl::MutexLock l(&mu_);
+  ++refs_[sha256];
+}
+
+void PackageCache::DeleteDoomed() {
+  std::vector<std::string> doomed;
+  {
+    absl::MutexLock l(&mu_);
+    doomed.swap(doomed_);
+  }
+  std::error_code ec;
+  for (const std::string& d : doomed) fs::remove_all(d, ec);
+}
+
+void PackageCache::Unref(const std::string& sha256) {
+  UnrefAndEvict(sha256);
+  DeleteDoomed();
+}
+
+void PackageCache::UnrefAndEvict(const std::string& sha256) {
+  absl::MutexLock l(&mu_);
+  auto it = refs_.find(sha256);
+  if (it == refs_.end()) return;
+  if (--it->second <= 0) {
+    refs_.erase(it);
+    auto e = entries_.find(sha256);
+    if (e != entries_.end()) {
+      // Its last run is done: recently used from now on.
+      e->second.last_used_ms = options_.clock->NowMs();
+      (void)WriteMeta(sha256, e->second);
+    }
+  }
+  EvictLocked();
+}
+
+void PackageCache::Evict() {
+  {
+    absl::MutexLock l(&mu_);
+    EvictLocked();
+  }
+  DeleteDoomed();
+}
+
+void PackageCache::EvictLocked() {
+  int64_t total = 0;
+  for (const auto& [sha, e] : entries_) total += e.size_bytes;
+  while (total > options_.budget_bytes) {
+    auto victim = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (refs_.contains(it->first)) continue;
+      if (victim == entries_.end() || it->second.last_used_ms < victim->second.last_used_ms) victim = it;
+    }
+    if (victim == entries_.end()) {
+      HERD_LOG_WARN("package cache over budget ({} > {} bytes) but every package is in use", total,
+                    options_.budget_bytes);
+      return;
+    }
+    // Renamed first, so a crash mid-delete leaves no half package that
+    // looks whole (Open removes what is not a digest).
+    std::string doomed = absl::StrCat(options_.dir, "/.tmp-evicted-", victim->first, "-", tmp_seq_++);
+    if (rename(PathOf(victim->first).c_str(), doomed.c_str()) == 0) doomed_.push_back(std::move(doomed));
+    HERD_LOG_INFO("package cache: evicted {} ({}, {} bytes, unused since {})", victim->second.name, victim->first,
+                  victim->second.size_bytes, victim->second.last_used_ms);
+    total -= victim->second.size_bytes;
+    entries_.erase(victim);
+  }
+}
+
+std::vector<v1::CachedPackage> PackageCache::List() const {
+  absl::MutexLock l(&mu_);
+  std::vector<v1::CachedPackage> out;
+  for (const auto& [sha, e] : entries_) {
+    v1::CachedPackage p;
+    p.set_name(e.name);
+    p.set_sha256(sha);
+    p.set_size_bytes(e.size_bytes);
+    p.set_last_used_ms(e.last_used_ms);
+    auto r = refs_.find(sha);
+    p.set_users(r == refs_.end() ? 0 : r->second);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+int64_t PackageCache::total_bytes() const {
+  absl::MutexLock l(&mu_);
+  int64_t t = 0;
+  for (const auto& [sha, e] : entries_) t += e.size_bytes;
+  return t;
+}
+
+}  // namespace herd::agent

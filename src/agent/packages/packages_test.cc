@@ -1,0 +1,261 @@
+// The package cache and PackagesExtension with real archives, tar, an HTTP
+// server and tasks: a miss fetches once then runs, a hit does not fetch, a
+// digest mismatch or a bad archive ends the run for good with the reason,
+// LRU eviction under a small budget never evicts a package in use, the index
+// survives re-opening the cache, and the cache is reported.
+#include "agent/packages/packages_extension.h"
+
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "agent/packages/package_cache.h"
+#include "agent/packages/test_util.h"
+
+namespace herd::agent {
+namespace {
+
+using namespace ::herd::agent::testing;  // NOLINT
+
+class PackagesTest : public SupervisorFixture {
+ protected:
+  void SetUp() override {
+    SupervisorFixture::SetUp();
+    archives_ = root_ + "/archives";
+    std::filesystem::create_directories(archives_);
+    std::filesystem::create_directories(root_ + "/runs");  // for tests that start no Supervisor
+  }
+
+  std::shared_ptr<PackagesExtension> Extension(int64_t budget = 1ll << 30) {
+    PackagesExtension::Options o;
+    o.cache.dir = root_ + "/packages";
+    o.cache.budget_bytes = budget;
+    absl::StatusOr<std::shared_ptr<PackagesExtension>> ext = PackagesExtension::Create(o);
+    EXPECT_TRUE(ext.ok()) << ext.status();
+    return *ext;
+  }
+
+  void StartWith(std::shared_ptr<PackagesExtension> ext) {
+    Supervisor::Options opts;
+    opts.extensions.push_back(ext);
+    sup_ = New(opts);
+  }
+
+  std::unique_ptr<PackageCache> OpenCache(int64_t budget) {
+    PackageCache::Options o;
+    o.dir = root_ + "/packages";
+    o.budget_bytes = budget;
+    absl::StatusOr<std::unique_ptr<PackageCache>> c = PackageCache::Open(o);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  // A package holding data/hello.txt = `text`.
+  v1::Package DataPackage(const std::string& name, const std::string& text) {
+    std::string tar = archives_ + "/" + name + ".tar";
+    std::string sha = MakeTar(tar, {{"hello.txt", text}});
+    return MakePackage(name, sha, tar);
+  }
+
+  int64_t StartMs(const v1::TaskRun& run) {
+    int64_t t0 = NowMs();
+    std::vector<v1::TaskRun> all = desired_;
+    all.push_back(run);
+    desired_ = all;
+    sup_->SetDesired(all);
+    EXPECT_TRUE(WaitFor(*sup_, run.run_id(), IsActive));
+    return NowMs() - t0;
+  }
+
+  std::string StdoutOf(const std::string& id, const std::string& want) {
+    int64_t deadline = NowMs() + 5000;
+    std::string out;
+    while ((out = Slurp(RunDirOf(id) + "/stdout")) != want && NowMs() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return out;
+  }
+
+  std::string archives_;
+  std::vector<v1::TaskRun> desired_;
+};
+
+TEST_F(PackagesTest, MissFetchesOnceThenHitsTheCache) {
+  auto ext = Extension();
+  StartWith(ext);
+  v1::Package pkg = DataPackage("web-data", "hello from the package\n");
+  auto run = [&](const std::string& id) {
+    v1::TaskRun r = Sh(id, "cat $HERD_PACKAGE_WEB_DATA/hello.txt packages/web-data/hello.txt; exec sleep 1000");
+    *r.add_packages() = pkg;
+    return r;
+  };
+  int64_t miss_ms = StartMs(run("pkg.a"));
+  EXPECT_EQ(StdoutOf("pkg.a", "hello from the package\nhello from the package\n"),
+            "hello from the package\nhello from the package\n");
+  EXPECT_EQ(ext->cache().fetches(), 1);
+  int64_t hit_ms = StartMs(run("pkg.b"));
+  EXPECT_EQ(StdoutOf("pkg.b", "hello from the package\nhello from the package\n"),
+            "hello from the package\nhello from the package\n");
+  EXPECT_EQ(ext->cache().fetches(), 1) << "the second run must use the cache";
+  std::printf("start with package: miss %lld ms, hit %lld ms\n", static_cast<long long>(miss_ms),
+              static_cast<long long>(hit_ms));
+
+  v1::PollResponse poll;
+  sup_->DescribeMachine(&poll);
+  ASSERT_EQ(poll.packages_size(), 1);
+  EXPECT_EQ(poll.packages(0).name(), "web-data");
+  EXPECT_EQ(poll.packages(0).sha256(), pkg.sha256());
+  EXPECT_EQ(poll.packages(0).users(), 2);
+  EXPECT_EQ(poll.packages(0).size_bytes(), 23);
+
+  // Stopping the runs drops their references; the package stays cached.
+  sup_->SetDesired({});
+  WaitFor(*sup_, "pkg.a", IsGone);
+  WaitFor(*sup_, "pkg.b", IsGone);
+  int64_t deadline = NowMs() + 5000;
+  while (NowMs() < deadline) {
+    poll.Clear();
+    sup_->DescribeMachine(&poll);
+    if (poll.packages_size() == 1 && poll.packages(0).users() == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(poll.packages_size(), 1);
+  EXPECT_EQ(poll.packages(0).users(), 0);
+}
+
+TEST_F(PackagesTest, DigestMismatchEndsTheRunForGood) {
+  StartWith(Extension());
+  v1::Package pkg = DataPackage("web", "x");
+  const std::string real = pkg.sha256();
+  pkg.set_sha256(std::string(64, 'a'));
+  v1::TaskRun r = MakeRun("pkg.bad", {"sleep", "1000"}, v1::RestartPolicy::ALWAYS);
+  *r.add_packages() = pkg;
+  sup_->SetDesired({r});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, r.run_id(), IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(absl::StrContains(s->message(), absl::StrCat("package web: sha256 mismatch: want ", std::string(64, 'a'),
+                                                           " got ", real)))
+      << s->message();
+  EXPECT_EQ(s->restarts(), 0);
+}
+
+TEST_F(PackagesTest, UnreadableArchiveEndsTheRunForGood) {
+  StartWith(Extension());
+  std::string path = archives_ + "/junk.tar";
+  std::ofstream(path) << "this is not a tar archive, not even close; padding padding padding\n";
+  v1::TaskRun r = MakeRun("pkg.junk", {"sleep", "1000"}, v1::RestartPolicy::ALWAYS);
+  *r.add_packages() = MakePackage("junk", Sha256Hex(Slurp(path)), path);
+  sup_->SetDesired({r});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, r.run_id(), IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(absl::StartsWith(s->message(), "package junk: not a readable tar archive")) << s->message();
+}
+
+TEST_F(PackagesTest, MissingFileFailsTheAttemptWithTheReason) {
+  StartWith(Extension());
+  v1::TaskRun r = MakeRun("pkg.missing", {"sleep", "1000"});
+  *r.add_packages() = MakePackage("gone", std::string(64, 'b'), archives_ + "/nope.tar");
+  sup_->SetDesired({r});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, r.run_id(), IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(absl::StrContains(s->message(), "package gone: open ")) << s->message();
+  EXPECT_TRUE(absl::StrContains(s->message(), "No such file")) << s->message();
+}
+
+TEST_F(PackagesTest, HttpFetch) {
+  std::string tar = archives_ + "/web.tar";
+  std::string sha = MakeTar(tar, {{"hello.txt", "over http\n"}});
+  TinyHttpServer server("web.tar", Slurp(tar));
+  auto ext = Extension();
+  StartWith(ext);
+  v1::TaskRun r = Sh("pkg.http", "cat $HERD_PACKAGE_WEB/hello.txt; exec sleep 1000");
+  *r.add_packages() = MakePackage("web", sha, server.Url("web.tar"));
+  StartMs(r);
+  EXPECT_EQ(StdoutOf("pkg.http", "over http\n"), "over http\n");
+  EXPECT_EQ(server.requests(), 1);
+
+  v1::TaskRun missing = MakeRun("pkg.http404", {"sleep", "1000"});
+  *missing.add_packages() = MakePackage("nope", std::string(64, 'c'), server.Url("nope.tar"));
+  desired_.push_back(missing);
+  sup_->SetDesired(desired_);
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, missing.run_id(), IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(absl::StrContains(s->message(), "HTTP 404")) << s->message();
+}
+
+TEST_F(PackagesTest, LruEvictionNeverEvictsAPackageInUse) {
+  // Each package unpacks to 1000 bytes; the budget holds two.
+  std::unique_ptr<PackageCache> cache = OpenCache(2500);
+  std::vector<v1::Package> pkgs;
+  for (int i = 0; i < 4; ++i) pkgs.push_back(DataPackage(absl::StrCat("p", i), std::string(1000, 'a' + i)));
+  ASSERT_TRUE(cache->Install(pkgs[0]).ok());
+  cache->Ref(pkgs[0].sha256());  // in use, and the least recently used
+  ASSERT_TRUE(cache->Install(pkgs[1]).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(cache->Install(pkgs[2]).ok());  // over budget: p1 (unused, LRU) goes
+  auto names = [&] {
+    std::vector<std::string> out;
+    for (const v1::CachedPackage& p : cache->List()) out.push_back(p.name());
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(names(), (std::vector<std::string>{"p0", "p2"}));
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/packages/" + pkgs[1].sha256()));
+  // Everything referenced: over budget, but nothing in use is evicted.
+  cache->Ref(pkgs[2].sha256());
+  cache->Ref(pkgs[3].sha256());  // referenced before it is cached (a waiting run)
+  ASSERT_TRUE(cache->Install(pkgs[3]).ok());
+  EXPECT_EQ(names(), (std::vector<std::string>{"p0", "p2", "p3"}));
+  EXPECT_EQ(cache->total_bytes(), 3000);
+  // Released: the least recently used unreferenced one goes.
+  cache->Unref(pkgs[0].sha256());
+  EXPECT_EQ(names(), (std::vector<std::string>{"p2", "p3"}));
+  EXPECT_EQ(cache->fetches(), 4);
+}
+
+TEST_F(PackagesTest, IndexSurvivesReopening) {
+  std::vector<v1::Package> pkgs = {DataPackage("one", "1111"), DataPackage("two", "22")};
+  {
+    std::unique_ptr<PackageCache> cache = OpenCache(1 << 20);
+    for (const v1::Package& p : pkgs) ASSERT_TRUE(cache->Install(p).ok());
+  }
+  // An install cut short by a crash is cleaned up.
+  std::filesystem::create_directories(root_ + "/packages/.tmp-" + std::string(64, 'd') + "-1-0/root");
+  std::unique_ptr<PackageCache> cache = OpenCache(1 << 20);
+  std::vector<v1::CachedPackage> list = cache->List();
+  ASSERT_EQ(list.size(), 2u);
+  std::map<std::string, int64_t> sizes;
+  for (const auto& p : list) sizes[p.name()] = p.size_bytes();
+  EXPECT_EQ(sizes, (std::map<std::string, int64_t>{{"one", 4}, {"two", 2}}));
+  for (const v1::Package& p : pkgs) {
+    std::optional<std::string> path = cache->Lookup(p.sha256());
+    ASSERT_TRUE(path);
+    EXPECT_TRUE(std::filesystem::exists(*path + "/hello.txt"));
+    ASSERT_TRUE(cache->Install(p).ok());  // already there: no fetch
+  }
+  EXPECT_EQ(cache->fetches(), 0);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(root_ + "/packages"), {}), 2);
+}
+
+TEST_F(PackagesTest, RecoveredRunsKeepTheirReferences) {
+  v1::Package pkg = DataPackage("kept", "k");
+  v1::TaskRun r = Sh("pkg.keep", "exec sleep 1000");
+  *r.add_packages() = pkg;
+  StartWith(Extension());
+  StartMs(r);
+  sup_.reset();  // the agent goes away; the task keeps running
+  auto ext = Extension();
+  StartWith(ext);
+  ASSERT_TRUE(WaitFor(*sup_, r.run_id(), IsActive));
+  std::vector<v1::CachedPackage> list = ext->cache().List();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].users(), 1);
+  EXPECT_EQ(ext->cache().fetches(), 0);
+}
+
+TEST(PackageEnvName, UpperCaseAndUnderscores) {
+  EXPECT_EQ(PackageEnvName("web-static.v2"), "WEB_STATIC_V2");
+}
+
+}  // namespace
+}  // namespace herd::agent
