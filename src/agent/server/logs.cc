@@ -1,38 +1,42 @@
 #include "agent/server/logs.h"
 
-#include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "agent/supervisor/log_reader.h"
 #include "rpc/rpc.h"
 
 namespace herd::agent {
+namespace {
+
+constexpr size_t kChunkBytes = 64 << 10;
+// How often a followed log is checked for new output.
+constexpr auto kFollowPoll = std::chrono::milliseconds(200);
+
+}  // namespace
 
 grpc::Status ServeLogs(const Supervisor& sup, grpc::ServerContext* ctx, const v1::ReadLogsRequest& req,
                        grpc::ServerWriter<v1::LogChunk>* writer) {
   auto path = sup.LogPath(req.run_id(), req.stderr());
   if (!path.ok()) return rpc::ToGrpc(path.status());
-  std::ifstream in(*path, std::ios::binary);
-  if (!in) return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("cannot open ", *path));
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  std::streamoff start = req.tail_bytes() > 0 ? std::max<std::streamoff>(0, size - req.tail_bytes()) : 0;
-  in.seekg(start);
-  std::string buf(64 << 10, '\0');
+  // The stream and its rotated predecessors (stdout.K .. stdout.1), and
+  // with follow the files that replace it as it rotates.
+  absl::StatusOr<LogReader> reader = LogReader::Open(*path, req.tail_bytes());
+  if (!reader.ok()) return rpc::ToGrpc(reader.status());
+  std::string buf;
   while (!ctx->IsCancelled()) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    std::streamsize n = in.gcount();
-    if (n > 0) {
+    buf.clear();
+    absl::StatusOr<size_t> n = reader->Read(&buf, kChunkBytes);
+    if (!n.ok()) return rpc::ToGrpc(n.status());
+    if (*n > 0) {
       v1::LogChunk chunk;
-      chunk.set_data(buf.data(), static_cast<size_t>(n));
+      chunk.set_data(std::move(buf));
       if (!writer->Write(chunk)) break;
       continue;
     }
     if (!req.follow()) break;
-    in.clear();
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    std::this_thread::sleep_for(kFollowPoll);
   }
   return grpc::Status::OK;
 }
