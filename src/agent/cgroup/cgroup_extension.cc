@@ -1,5 +1,7 @@
 #include "agent/cgroup/cgroup_extension.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,7 +124,37 @@ absl::Status CgroupExtension::SetUp() {
   l.cpu_shares = kBatchParentShares;
   l.cpu_quota_millis = options_.batch_cpu_millis;
   l.memory_bytes = options_.batch_memory_bytes;
-  return driver_->SetLimits(BatchGroup(), l);
+  HERD_RETURN_IF_ERROR(driver_->SetLimits(BatchGroup(), l));
+  // Held for our lifetime: tells other agents on this host we are alive.
+  lock_fd_.Reset(open(driver_->Dir(AgentGroup()).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!lock_fd_.valid() || flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    HERD_LOG_WARN("cannot lock {} (another agent with this name and root?)", driver_->Dir(AgentGroup()));
+  }
+  RemoveDeadAgents();
+  return absl::OkStatus();
+}
+
+bool CgroupExtension::HasProcesses(const std::string& group) const {
+  if (!driver_->Pids(group).empty()) return true;
+  for (const std::string& child : driver_->Children(group)) {
+    if (HasProcesses(group + "/" + child)) return true;
+  }
+  return false;
+}
+
+void CgroupExtension::RemoveDeadAgents() {
+  if (options_.parent.empty()) return;  // never sweep the root of the hierarchy
+  const std::string mine = AgentGroup().substr(options_.parent.size() + 1);
+  for (const std::string& other : driver_->Children(options_.parent)) {
+    if (other == mine) continue;
+    const std::string group = absl::StrCat(options_.parent, "/", other);
+    Fd fd(open(driver_->Dir(group).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid() || flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
+    // Tasks of an agent that is restarting keep their groups.
+    if (HasProcesses(group)) continue;
+    absl::Status st = driver_->Remove(group);
+    HERD_LOG_INFO("removed the cgroups of dead agent {}{}", other, st.ok() ? "" : ": " + st.ToString());
+  }
 }
 
 std::string CgroupExtension::version() const { return driver_ ? std::string(driver_->version()) : "none"; }
@@ -186,6 +218,7 @@ void CgroupExtension::Shutdown() {
     (void)driver_->Remove(BatchGroup());
     (void)driver_->Remove(AgentGroup());
   }
+  lock_fd_.Reset();
 }
 
 void CgroupExtension::Recovered(const RunView& run) {

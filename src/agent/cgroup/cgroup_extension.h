@@ -39,6 +39,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/cgroup/driver.h"
+#include "agent/runtime/process.h"
 #include "agent/supervisor/extension.h"
 
 namespace herd::agent {
@@ -137,11 +138,17 @@ class CgroupExtension : public Extension {
   void SampleMachineLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveStaleGroups(const std::vector<RunView>& runs);
+  // Removes the directories of other agents under <parent> that no live
+  // agent holds (flock) and that hold no process: left by agents that were
+  // SIGKILLed and never came back (test cells).
+  void RemoveDeadAgents();
+  bool HasProcesses(const std::string& group) const;
 
   const CgroupOptions options_;
   const std::string agent_group_;
   std::unique_ptr<CgroupDriver> driver_;
   SupervisorControl* control_ = nullptr;
+  Fd lock_fd_;  // flock on our agent directory while we live
 
   mutable absl::Mutex mu_;
   std::map<std::string, RunInfo> runs_ ABSL_GUARDED_BY(mu_);

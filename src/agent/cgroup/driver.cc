@@ -275,6 +275,8 @@ class V1Driver : public CgroupDriver {
     return SubDirs(Join(memory_, group));
   }
 
+  std::string Dir(absl::string_view group) const override { return Join(memory_, group); }
+
  private:
   std::string memory_, cpu_, cpuacct_, pids_, freezer_;
   std::vector<std::string> hierarchies_;  // distinct, memory first
@@ -381,6 +383,8 @@ class V2Driver : public CgroupDriver {
   std::vector<std::string> Children(absl::string_view group) const override {
     return SubDirs(Join(root_, group));
   }
+
+  std::string Dir(absl::string_view group) const override { return Join(root_, group); }
 
  private:
   absl::Status EnableControllers(const std::string& dir) {

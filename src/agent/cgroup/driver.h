@@ -77,6 +77,8 @@ class CgroupDriver {
   virtual absl::Status Remove(absl::string_view group) = 0;
   // Names of the group's child groups.
   virtual std::vector<std::string> Children(absl::string_view group) const = 0;
+  // The group's directory (v1: in the memory hierarchy), e.g. to flock it.
+  virtual std::string Dir(absl::string_view group) const = 0;
 
  protected:
   explicit CgroupDriver(std::string root) : root_(std::move(root)) {}
