@@ -3,6 +3,11 @@
 #include "agent/health/health_extension.h"
 #include "agent/ports/ports_extension.h"
 
+#include "agent/cgroup/cgroup_extension.h"
+#include "agent/packages/isolation_extension.h"
+#include "agent/packages/packages_extension.h"
+#include "base/status.h"
+
 namespace herd::agent {
 
 absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const AgentOptions& options) {
@@ -10,6 +15,31 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
   // Each feature adds its extension here, in this order: packages (the
   // root directory must exist before the container is set up), containers,
   // ports, health checks.
+  {
+    // Packages first (a run's packages, and a root built from them, are in
+    // place before anything else sets an attempt up), then the isolation
+    // options (namespaces, that root, a user).
+    PackagesExtension::Options p;
+    p.cache.dir = options.package_dir.empty() ? options.root_dir + "/packages" : options.package_dir;
+    p.cache.budget_bytes = options.package_cache_bytes;
+    HERD_ASSIGN_OR_RETURN(std::shared_ptr<PackagesExtension> packages, PackagesExtension::Create(std::move(p)));
+    out.push_back(std::move(packages));
+    out.push_back(std::make_shared<IsolationExtension>());
+  }
+  {
+    // Containers. Keep after packages (a root built from packages must exist
+    // before the task's group is set up) and before ports and health checks.
+    // cgroup_root "none", or cgroups not usable here: no containers (the
+    // extension then only reports machine usage and evicts by requests).
+    CgroupOptions c;
+    c.root = options.cgroup_root;
+    c.parent = options.cgroup_parent;
+    c.agent_name = options.name;
+    c.owner_dir = options.root_dir;
+    c.memory_reserve_bytes = options.memory_reserve_bytes;
+    if (options.capacity_given) c.capacity_memory_bytes = options.capacity.memory_bytes;
+    out.push_back(CgroupExtension::Create(std::move(c)));
+  }
   {
     // Ports, then health checks (which probe the ports allocated here).
     auto ports = std::make_shared<PortsExtension>(
