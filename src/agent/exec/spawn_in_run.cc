@@ -119,7 +119,8 @@ absl::StatusOr<InRunProcess> SpawnInRun(const InRunOptions& options) {
 }
 
 absl::StatusOr<InRunResult> RunInRun(const InRunOptions& options, int64_t timeout_ms,
-                                     const std::function<bool(bool is_stderr, absl::string_view data)>& output) {
+                                     const std::function<bool(bool is_stderr, absl::string_view data)>& output,
+                                     const std::function<bool()>& keep_going) {
   absl::StatusOr<InRunProcess> spawned = SpawnInRun(options);
   if (!spawned.ok()) return spawned.status();
   InRunProcess& p = *spawned;
@@ -160,9 +161,13 @@ absl::StatusOr<InRunResult> RunInRun(const InRunOptions& options, int64_t timeou
       result.timed_out = true;
       kill_all();
     }
+    if (keep_going && !killed && !keep_going()) {
+      result.cancelled = true;
+      kill_all();
+    }
     if (exited && drain_until == 0) drain_until = now + (killed ? 500 : 2000);
     if (exited && now >= drain_until) break;
-    int64_t wait = 1000;
+    int64_t wait = keep_going ? 200 : 1000;
     if (deadline > 0 && !killed) wait = std::min<int64_t>(wait, deadline - now);
     if (drain_until > 0) wait = std::min<int64_t>(wait, drain_until - now);
     int r = poll(fds, static_cast<nfds_t>(n), static_cast<int>(std::max<int64_t>(0, wait)));

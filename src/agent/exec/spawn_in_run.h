@@ -60,9 +60,12 @@ struct InRunResult {
 // SpawnInRun, then carries its output to `output` (called with is_stderr and
 // a chunk, on the calling thread; returning false kills the command) until
 // it exits, killing it after `timeout_ms` (0: no limit). `output` may be
-// empty (output discarded). Exit codes 125-127 come from the shim when the
-// command could not be started in the task (its reason is on stderr).
+// empty (output discarded). `keep_going`, if given, is asked at least every
+// 200ms; false kills the command (cancelled), e.g. when the client left.
+// Exit codes 125-127 come from the shim when the command could not be
+// started in the task (its reason is on stderr).
 absl::StatusOr<InRunResult> RunInRun(const InRunOptions& options, int64_t timeout_ms,
-                                     const std::function<bool(bool is_stderr, absl::string_view data)>& output);
+                                     const std::function<bool(bool is_stderr, absl::string_view data)>& output,
+                                     const std::function<bool()>& keep_going = nullptr);
 
 }  // namespace herd::agent

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "agent/server/exec.h"
 #include "agent/server/extensions.h"
 #include "agent/server/logs.h"
 #include "agent/supervisor/supervisor.h"
@@ -34,8 +35,13 @@ int64_t MonoMs() {
 
 class AgentService final : public v1::Agent::Service {
  public:
-  AgentService(Supervisor* sup, std::string name, ResourceVector capacity, std::map<std::string, std::string> attrs)
-      : sup_(sup), name_(std::move(name)), capacity_(std::move(capacity)), attrs_(std::move(attrs)) {}
+  AgentService(Supervisor* sup, std::string name, ResourceVector capacity, std::map<std::string, std::string> attrs,
+               std::string shim_path = "")
+      : sup_(sup),
+        name_(std::move(name)),
+        capacity_(std::move(capacity)),
+        attrs_(std::move(attrs)),
+        shim_path_(std::move(shim_path)) {}
 
   grpc::Status Poll(grpc::ServerContext* ctx, const v1::PollRequest* req, v1::PollResponse* resp) override {
     last_poll_ms_ = MonoMs();
@@ -71,6 +77,11 @@ class AgentService final : public v1::Agent::Service {
     return ServeLogs(*sup_, ctx, *req, writer);
   }
 
+  grpc::Status Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req,
+                    grpc::ServerWriter<v1::ExecOutput>* writer) override {
+    return ServeExec(*sup_, shim_path_, ctx, *req, writer);
+  }
+
   int64_t last_poll_ms() const { return last_poll_ms_.load(); }
 
  private:
@@ -78,6 +89,7 @@ class AgentService final : public v1::Agent::Service {
   const std::string name_;
   const ResourceVector capacity_;
   const std::map<std::string, std::string> attrs_;
+  const std::string shim_path_;  // for herd-shim --enter; empty: next to herd
   std::atomic<int64_t> last_poll_ms_{0};
 };
 
@@ -167,7 +179,7 @@ int RunAgent(AgentOptions o) {
     HERD_LOG_ERROR("cannot start the supervisor in {}: {}", o.root_dir, sup.status().ToString());
     return 1;
   }
-  AgentService service(sup->get(), o.name, capacity, attrs);
+  AgentService service(sup->get(), o.name, capacity, attrs, o.shim_path);
   std::string bound;
   auto server = rpc::StartServer(o.listen, {&service}, &bound);
   if (!server.ok()) {

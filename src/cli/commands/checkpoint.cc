@@ -110,6 +110,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddWhy(app, ctx);
   AddMachines(app, ctx);
   AddLogs(app, ctx);
+  AddExec(app, ctx);
   AddQuota(app, ctx);
   AddCheckpoint(app, ctx);
   AddCell(app, ctx);

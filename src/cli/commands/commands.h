@@ -5,6 +5,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
 
 #include "cli/client.h"
 #include "cli/render/render.h"
@@ -36,6 +41,20 @@ bool CallMaster(CommandContext& ctx, Client& client,
   return true;
 }
 
+// Where a task runs (or last ran), asked of the master: for verbs that then
+// talk to that machine's agent (logs, exec). On failure (bad JOB/INDEX,
+// unknown job, never ran: "task J/I has not run yet, <never_ran> (it is
+// PENDING)") prints the one-line error, sets the exit code, returns nullopt.
+struct TaskLocation {
+  v1::GetTaskResponse response;  // the task, its machine and run id
+  std::unique_ptr<v1::Agent::Stub> agent;
+};
+std::optional<TaskLocation> LocateTask(CommandContext& ctx, Client& client, const std::string& task,
+                                       absl::string_view never_ran);
+// An agent call's failure as one line ("cannot reach the agent of machine M
+// at ADDR to <doing>" when unreachable, else the agent's message).
+absl::Status AgentError(const TaskLocation& where, const grpc::Status& st, absl::string_view doing);
+
 void AddSubmit(CLI::App& app, CommandContext& ctx);
 void AddKill(CLI::App& app, CommandContext& ctx);
 void AddJobs(CLI::App& app, CommandContext& ctx);
@@ -44,6 +63,7 @@ void AddStatus(CLI::App& app, CommandContext& ctx);
 void AddWhy(CLI::App& app, CommandContext& ctx);
 void AddMachines(CLI::App& app, CommandContext& ctx);
 void AddLogs(CLI::App& app, CommandContext& ctx);
+void AddExec(CLI::App& app, CommandContext& ctx);
 void AddQuota(CLI::App& app, CommandContext& ctx);
 void AddCheckpoint(CLI::App& app, CommandContext& ctx);
 void AddCell(CLI::App& app, CommandContext& ctx);

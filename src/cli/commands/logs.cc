@@ -7,6 +7,42 @@
 
 namespace herd::cli {
 
+std::optional<TaskLocation> LocateTask(CommandContext& ctx, Client& client, const std::string& task,
+                                       absl::string_view never_ran) {
+  auto ref = ParseTaskRef(task);
+  if (!ref.ok()) {
+    ctx.exit_code = Fail(ref.status());
+    return std::nullopt;
+  }
+  v1::GetTaskRequest req;
+  req.set_job(ref->job.user.empty() ? ref->job.name : ref->job.Id());
+  req.set_index(ref->index);
+  TaskLocation where;
+  auto rctx = client.Context();
+  grpc::Status st = client.stub().GetTask(rctx.get(), req, &where.response);
+  if (!st.ok()) {
+    ctx.exit_code = Fail(client.Error(st));
+    return std::nullopt;
+  }
+  const v1::GetTaskResponse& resp = where.response;
+  if (resp.run_id().empty() || resp.machine().address().empty()) {
+    ctx.exit_code = Fail(absl::NotFoundError(absl::StrCat("task ", resp.task().job(), "/", resp.task().index(),
+                                                          " has not run yet, ", never_ran, " (it is ",
+                                                          v1::Task::State_Name(resp.task().state()), ")")));
+    return std::nullopt;
+  }
+  where.agent = v1::Agent::NewStub(rpc::Channel(resp.machine().address()));
+  return where;
+}
+
+absl::Status AgentError(const TaskLocation& where, const grpc::Status& st, absl::string_view doing) {
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return absl::UnavailableError(absl::StrCat("cannot reach the agent of machine ", where.response.machine().name(),
+                                               " at ", where.response.machine().address(), " to ", doing));
+  }
+  return rpc::FromGrpc(st);
+}
+
 void AddLogs(CLI::App& app, CommandContext& ctx) {
   auto* cmd = app.add_subcommand("logs", "Print a task's stdout (or stderr); -f follows");
   auto task = std::make_shared<std::string>();
@@ -18,29 +54,11 @@ void AddLogs(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("-f,--follow", *follow, "Keep printing new output");
   cmd->add_option("--tail", *tail, "Only the last N bytes");
   cmd->callback([&ctx, task, err, follow, tail] {
-    auto ref = ParseTaskRef(*task);
-    if (!ref.ok()) {
-      ctx.exit_code = Fail(ref.status());
-      return;
-    }
     Client client(ctx.flags);
-    v1::GetTaskRequest req;
-    req.set_job(ref->job.user.empty() ? ref->job.name : ref->job.Id());
-    req.set_index(ref->index);
-    v1::GetTaskResponse resp;
-    auto rctx = client.Context();
-    grpc::Status st = client.stub().GetTask(rctx.get(), req, &resp);
-    if (!st.ok()) {
-      ctx.exit_code = Fail(client.Error(st));
-      return;
-    }
-    if (resp.run_id().empty() || resp.machine().address().empty()) {
-      ctx.exit_code = Fail(absl::NotFoundError(absl::StrCat(
-          "task ", resp.task().job(), "/", resp.task().index(), " has not run yet, so it has no logs (it is ",
-          v1::Task::State_Name(resp.task().state()), ")")));
-      return;
-    }
-    auto agent = v1::Agent::NewStub(rpc::Channel(resp.machine().address()));
+    std::optional<TaskLocation> where = LocateTask(ctx, client, *task, "so it has no logs");
+    if (!where) return;
+    const v1::GetTaskResponse& resp = where->response;
+    v1::Agent::Stub* agent = where->agent.get();
     v1::ReadLogsRequest lr;
     lr.set_run_id(resp.run_id());
     lr.set_stderr(*err);
@@ -54,15 +72,7 @@ void AddLogs(CLI::App& app, CommandContext& ctx) {
       std::fflush(stdout);
     }
     grpc::Status rs = reader->Finish();
-    if (!rs.ok()) {
-      if (rs.error_code() == grpc::StatusCode::UNAVAILABLE) {
-        ctx.exit_code = Fail(absl::UnavailableError(absl::StrCat("cannot reach the agent of machine ",
-                                                                 resp.machine().name(), " at ",
-                                                                 resp.machine().address(), " to read the logs")));
-      } else {
-        ctx.exit_code = Fail(rpc::FromGrpc(rs));
-      }
-    }
+    if (!rs.ok()) ctx.exit_code = Fail(AgentError(*where, rs, "read the logs"));
   });
 }
 
