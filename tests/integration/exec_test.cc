@@ -72,6 +72,36 @@ TEST_F(ExecTest, RunsInTheTasksCgroupsNamespacesAndUserAndReturnsItsExitCode) {
   EXPECT_TRUE(absl::StrContains(missing.err, "no-such-command-herd")) << missing.err;
 }
 
+TEST_F(ExecTest, PackagesReachTheTaskAndTheMachinesCache) {
+  // A package archive made here, named by its digest in the spec.
+  std::string src = cell_.WriteSpec("pkg/bin/hello.txt", "hello from a package\n");
+  std::string dir = src.substr(0, src.rfind("/bin/"));
+  std::string tar = dir + ".tar";
+  RunResult made = harness::Run({"/usr/bin/tar", "-cf", tar, "-C", dir, "."});
+  ASSERT_EQ(made.exit_code, 0) << made.Describe();
+  RunResult sum = harness::Run({"/usr/bin/sha256sum", tar});
+  ASSERT_EQ(sum.exit_code, 0) << sum.Describe();
+  std::string sha = sum.out.substr(0, 64);
+  SubmitAndWait("pkg.yaml",
+                absl::StrCat("name: pkg\nuser: alice\npriority: production\ncommand: [\"sleep\", \"3600\"]\n"
+                             "resources: {cpu: 100m, memory: 32Mi}\n"
+                             "packages:\n  - {name: hello, sha256: ", sha, ", url: ", tar, "}\n"),
+                "pkg/0");
+  RunResult r = cell_.Herd({"exec", "pkg/0", "--", "/bin/sh", "-c", "cat $HERD_PACKAGE_HELLO/bin/hello.txt"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "hello from a package\n");
+  // The agent's cache holds it, for the scheduler's package locality.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto m = cell_.Machine("m1");
+        if (!m.ok()) return false;
+        std::string text = m->DebugString();
+        return absl::StrContains(text, sha);
+      },
+      10s))
+      << cell_.Machine("m1")->DebugString();
+}
+
 TEST_F(ExecTest, ErrorsAreOneLine) {
   RunResult unknown = cell_.Herd({"exec", "nope/0", "--", "true"});
   EXPECT_NE(unknown.exit_code, 0);
