@@ -536,7 +536,8 @@ absl::Status Cell::StartAgent(const std::string& name, const std::string& rack, 
   slot.rack = rack;
   std::string root = AgentRoot(name);
   if (std::find(roots_.begin(), roots_.end(), root) == roots_.end()) roots_.push_back(root);
-  std::vector<std::string> argv = {HerdBinary(), "agent",      "--master",  master_address_,
+  std::vector<std::string> argv = {slot.binary.empty() ? HerdBinary() : slot.binary, "agent", "--master",
+                                   master_address_,
                                    "--listen",   "127.0.0.1:0", "--name",    name,
                                    "--root",     root,          "--capacity", options_.capacity,
                                    "--attr",     "rack=" + rack};
@@ -611,9 +612,10 @@ void Cell::StopAgent(const std::string& name, int sig) {
   }
 }
 
-absl::Status Cell::RestartAgent(const std::string& name, bool wait_up) {
+absl::Status Cell::RestartAgent(const std::string& name, bool wait_up, const std::string& binary) {
   auto it = agents_.find(name);
   if (it == agents_.end()) return absl::NotFoundError("no agent " + name);
+  if (!binary.empty()) it->second.binary = binary;
   return StartAgent(name, it->second.rack, wait_up);
 }
 

@@ -208,8 +208,10 @@ class Cell {
   // Signals the agent (default SIGKILL) and waits for it to exit. Its tasks
   // stay (that is the design); Shutdown() or the destructor kills them.
   void StopAgent(const std::string& name, int sig = SIGKILL);
-  // Same --name and --root as before.
-  absl::Status RestartAgent(const std::string& name, bool wait_up = true);
+  // Same --name and --root as before. A `binary` other than "" runs the
+  // agent from that herd binary from now on (an in-place upgrade; herd-shim
+  // is looked for next to it).
+  absl::Status RestartAgent(const std::string& name, bool wait_up = true, const std::string& binary = "");
   Child* agent(const std::string& name);
   std::string AgentRoot(const std::string& name) const;
   std::vector<std::string> AgentNames() const;
@@ -254,6 +256,7 @@ class Cell {
  private:
   struct AgentSlot {
     std::string rack;
+    std::string binary;  // "" = HerdBinary()
     std::unique_ptr<Child> child;
     std::string address;  // as registered
   };

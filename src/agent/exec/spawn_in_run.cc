@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "agent/runtime/shim_protocol.h"
@@ -43,7 +45,14 @@ absl::StatusOr<InRunProcess> SpawnInRun(const InRunOptions& options) {
     return absl::FailedPreconditionError(absl::StrCat("task ", options.task.pid, " is not running"));
   }
   // The task's environment as it started, then the caller's additions.
+  // Right after the task's exec the kernel may not have its new environment
+  // in place yet (/proc/PID/environ reads empty); every task has HERD_*
+  // variables, so empty means "not yet": wait for it briefly.
   absl::StatusOr<std::string> environ = ReadFile(absl::StrCat("/proc/", options.task.pid, "/environ"));
+  for (int i = 0; i < 100 && environ.ok() && environ->empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    environ = ReadFile(absl::StrCat("/proc/", options.task.pid, "/environ"));
+  }
   if (!environ.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot read the environment of task ", options.task.pid, ": ", environ.status().message()));

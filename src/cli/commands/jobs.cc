@@ -1,4 +1,7 @@
 // herd jobs, herd tasks JOB, herd machines, herd cell: listings.
+#include <map>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/priority.h"
@@ -9,13 +12,29 @@
 namespace herd::cli {
 
 std::string TaskTable(const google::protobuf::RepeatedPtrField<v1::Task>& tasks, int64_t now) {
-  Table t({"TASK", "STATE", "PHASE", "MACHINE", "RESTARTS", "AGE", "LAST EVENT"});
+  // Health and ports only when some task has them, so plain jobs stay narrow.
+  bool extra = false;
+  for (const auto& task : tasks) extra = extra || !task.health().empty() || !task.ports().empty();
+  std::vector<std::string> head = {"TASK", "STATE", "PHASE", "MACHINE", "RESTARTS", "AGE"};
+  if (extra) head.insert(head.end(), {"HEALTH", "PORTS"});
+  head.push_back("LAST EVENT");
+  Table t(head);
   for (const auto& task : tasks) {
     std::string ev = TransitionName(task.last_event().transition());
     if (!task.last_event().reason().empty()) absl::StrAppend(&ev, ": ", task.last_event().reason());
-    t.Add({absl::StrCat(task.job(), "/", task.index()), StateName(task.state()), PhaseName(task.phase()),
-           task.state() == v1::Task::RUNNING ? task.machine() : "-", absl::StrCat(task.restarts()),
-           Age(task.last_event().time_ms(), now), ev});
+    std::vector<std::string> row = {absl::StrCat(task.job(), "/", task.index()), StateName(task.state()),
+                                    PhaseName(task.phase()),
+                                    task.state() == v1::Task::RUNNING ? task.machine() : "-",
+                                    absl::StrCat(task.restarts()), Age(task.last_event().time_ms(), now)};
+    if (extra) {
+      std::map<std::string, int32_t> ports(task.ports().begin(), task.ports().end());  // sorted
+      std::vector<std::string> p;
+      for (const auto& [name, port] : ports) p.push_back(absl::StrCat(name, "=", port));
+      row.push_back(task.health().empty() ? "-" : task.health());
+      row.push_back(p.empty() ? "-" : absl::StrJoin(p, ","));
+    }
+    row.push_back(ev);
+    t.Add(row);
   }
   return t.ToString();
 }
