@@ -69,56 +69,35 @@ absl::StatusOr<InRunProcess> SpawnInRun(const InRunOptions& options) {
   for (const auto& [k, v] : options.env) env[k] = v;
 
   const std::string shim = options.shim_path.empty() ? DefaultShimPath() : options.shim_path;
-  std::vector<std::string> args = {shim, shim::kOptEnter, absl::StrCat(options.task.pid)};
+  SpawnOptions so;
+  so.path = shim;
+  so.argv = {shim, shim::kOptEnter, absl::StrCat(options.task.pid)};
   if (options.task.start_time != 0) {
-    args.insert(args.end(), {shim::kOptStartTime, absl::StrCat(options.task.start_time)});
+    so.argv.insert(so.argv.end(), {shim::kOptStartTime, absl::StrCat(options.task.start_time)});
   }
-  if (!options.cwd.empty()) args.insert(args.end(), {shim::kOptCwd, options.cwd});
-  args.push_back("--");
-  args.insert(args.end(), options.argv.begin(), options.argv.end());
-
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(absl::StrCat(k, "=", v));
-  std::vector<char*> argv, envp;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const std::string& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
+  if (!options.cwd.empty()) so.argv.insert(so.argv.end(), {shim::kOptCwd, options.cwd});
+  so.argv.push_back("--");
+  so.argv.insert(so.argv.end(), options.argv.begin(), options.argv.end());
+  so.env = std::move(env);
 
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0) return Errno(errno, "pipe");
   Fd out_r(out[0]), out_w(out[1]);
   if (pipe2(err, O_CLOEXEC) != 0) return Errno(errno, "pipe");
   Fd err_r(err[0]), err_w(err[1]);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_w.get(), 1);
-  posix_spawn_file_actions_adddup2(&actions, err_w.get(), 2);
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
+  so.stdout_fd = out_w.get();
+  so.stderr_fd = err_w.get();
   // Its own process group: a timeout kills the command and what it started.
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, shim.c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return Errno(rc, absl::StrCat("spawn ", shim));
+  so.own_process_group = true;
+  absl::StatusOr<pid_t> pid = Spawn(so);
+  if (!pid.ok()) return pid.status();
 
   InRunProcess p;
-  p.pid = pid;
-  absl::StatusOr<Fd> pidfd = PidfdOpen(pid);
+  p.pid = *pid;
+  absl::StatusOr<Fd> pidfd = PidfdOpen(*pid);
   if (!pidfd.ok()) {
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
+    kill(*pid, SIGKILL);
+    waitpid(*pid, nullptr, 0);
     return pidfd.status();
   }
   p.pidfd = *std::move(pidfd);

@@ -91,6 +91,11 @@ struct SpawnOptions {
   std::string cwd;                           // empty: inherit
   std::string stdout_path;                   // appended; empty: /dev/null
   std::string stderr_path;                   // appended; empty: /dev/null
+  // Instead of the paths: these descriptors (e.g. pipes) become stdout/stderr.
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  // The program leads a new process group (so all it starts can be killed).
+  bool own_process_group = false;
 };
 
 // Starts a program (posix_spawn) with stdin from /dev/null, every fd above 2
