@@ -587,7 +587,9 @@ void CellState::ApplyScheduled(const v1::Mutation& m, Effects* fx) {
   t->pid = 0;
   t->started_ms = 0;
   t->message.clear();
+  // Who placed it (the scheduler's name) when several schedulers may race.
   std::string reason = absl::StrCat("scheduled on ", mach->name);
+  if (!m.actor().empty()) absl::StrAppend(&reason, " by ", m.actor());
   if (s.victims_size() > 0) absl::StrAppend(&reason, ", preempting ", s.victims_size(), " task(s)");
   Transition(t, v1::Task::RUNNING, Event::SCHEDULE, reason, m, mach->name);
   UpdateJobState(t->job, m);

@@ -68,6 +68,14 @@ TEST_F(CellStateTest, ScheduleRunsTaskAndAllocates) {
   EXPECT_EQ(state_.FindJob("alice/web")->state, v1::Job::RUNNING);
 }
 
+TEST_F(CellStateTest, ScheduleEventNamesTheSchedulerThatPlacedIt) {
+  Apply(Submit(JobBuilder("web").Tasks(1).Cpu(500).Build()));
+  v1::Mutation m = Schedule("alice/web", 0, "m1");
+  m.set_actor("s2");
+  Apply(m);
+  EXPECT_EQ(T("alice/web", 0).last_event()->reason, "scheduled on m1 by s2");
+}
+
 TEST_F(CellStateTest, ScheduleRejectsWhatNoLongerHolds) {
   Apply(Submit(JobBuilder("web").Tasks(2).Cpu(1500).Build()));
   int64_t rev0 = T("alice/web", 0).state_revision;

@@ -153,16 +153,26 @@ TEST_F(AgentTest, CrashLoopMovesTheTaskAndKeepsItOffThatMachine) {
     said |= absl::StrContains(e.reason(), absl::StrCat("crash loop on ", t.avoid(0).machine()));
   }
   EXPECT_TRUE(said) << Summarize(r);
-  // Never placed on an avoided machine again while it is avoided.
-  for (int k = 0; k < 10; ++k) {
-    auto now = cell_.Tasks("crasher");
-    ASSERT_TRUE(now.ok());
-    const v1::Task& n = now->tasks(0);
-    if (n.state() == v1::Task::RUNNING) {
-      for (const auto& a : t.avoid()) EXPECT_NE(n.machine(), a.machine()) << Summarize(*now);
-    }
-    std::this_thread::sleep_for(100ms);
-  }
+  // Never placed on an avoided machine again while it is avoided: it moves
+  // to the other machine, crash-loops there too, and then, with both
+  // machines avoided, stays pending, and `herd why` says why.
+  r = WaitTasks(
+      "crasher",
+      [](const auto& r) {
+        return r.tasks_size() == 1 && r.tasks(0).avoid_size() >= 2 && r.tasks(0).state() == v1::Task::PENDING;
+      },
+      "moved off both machines and left pending", 60s);
+  const v1::Task& p = r.tasks(0);
+  EXPECT_NE(p.avoid(0).machine(), p.avoid(1).machine()) << Summarize(r);
+  EXPECT_EQ(p.incarnation(), 2) << "placed more than once per machine: " << Summarize(r);
+  harness::RunResult why;
+  ASSERT_TRUE(harness::Eventually(
+      [&] {
+        why = cell_.Herd({"why", "crasher"});
+        return absl::StrContains(why.out, "2 task crashed there recently");
+      },
+      30s))
+      << why.Describe();
 }
 
 TEST_F(AgentTest, PortsHealthAndExecEndToEnd) {
