@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <atomic>
 #include <map>
@@ -14,6 +15,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
 #include "harness/harness.h"
 
 namespace herd {
@@ -411,8 +414,8 @@ TEST_F(CellTest, KilledJobHasEveryTaskDeadAndItsProcessesGoneWithinTheGracePerio
       EXPECT_EQ(t.state(), v1::Task::DEAD) << t.ShortDebugString();
       EXPECT_EQ(t.last_event().transition(), v1::Event::KILL) << t.ShortDebugString();
     }
-    // Gone within the grace period (plus a poll and some slack for this
-    // 2-core machine).
+    // Gone, shims included. The timeout only bounds a failure: how each task
+    // ended is checked below from its agent's record, not from this clock.
     std::vector<pid_t> alive;
     bool gone = Eventually(
         [&] {
@@ -422,14 +425,27 @@ TEST_F(CellTest, KilledJobHasEveryTaskDeadAndItsProcessesGoneWithinTheGracePerio
           }
           return alive.empty();
         },
-        grace + 3s, 20ms);
+        grace + 60s, 20ms);
     auto took = std::chrono::duration_cast<harness::Ms>(std::chrono::steady_clock::now() - start);
     EXPECT_TRUE(gone) << alive.size() << " processes of " << job << " survive its kill after " << took.count()
                       << " ms";
-    if (job == "web") {
-      EXPECT_LT(took, grace) << "web stops on SIGTERM; it should not need its grace period";
-    } else {
-      EXPECT_GE(took, grace - 200ms) << "stubborn ignores SIGTERM; only SIGKILL after the grace period stops it";
+    // web ended by the SIGTERM, without needing its grace period; stubborn
+    // ignored it and only the SIGKILL after its grace period ended it (which
+    // cannot come sooner than the grace period: a lower bound holds on a
+    // busy machine).
+    const int want_signal = job == "web" ? SIGTERM : SIGKILL;
+    for (const auto& t : tasks.tasks()) {
+      // herd-shim writes how the task ended into its run directory.
+      const std::string exit_file = absl::StrCat(cell_.AgentRoot(t.machine()), "/runs/alice.", job, ".", t.index(),
+                                                 ".", t.incarnation(), "/exit");
+      std::string text;
+      EXPECT_TRUE(Eventually([&] { return !(text = harness::ReadFileOrEmpty(exit_file)).empty(); }, 30s))
+          << exit_file;
+      EXPECT_EQ(absl::StripAsciiWhitespace(text), absl::StrCat("signaled ", want_signal))
+          << job << "/" << t.index() << " (" << exit_file << ")";
+    }
+    if (job == "stubborn") {
+      EXPECT_GE(took, grace) << "stubborn ignores SIGTERM; only SIGKILL after the grace period stops it";
     }
   }
   for (const std::string& m : cell_.AgentNames()) {
