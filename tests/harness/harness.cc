@@ -199,15 +199,6 @@ std::string SourceDir() {
   return s && *s ? s : ".";
 }
 
-bool Eventually(const std::function<bool()>& cond, Ms timeout, Ms interval) {
-  auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(interval);
-  }
-  return cond();
-}
-
 // ---- Processes ----
 
 std::string RunResult::Describe() const {

@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "herd/v1/api.pb.h"
+#include "testing/eventually.h"
 
 namespace herd::harness {
 
@@ -47,9 +48,9 @@ std::string HerdBinary();
 // $HERD_SOURCE_DIR: the source tree (for examples/).
 std::string SourceDir();
 
-// Calls `cond` every `interval` until it returns true (-> true) or `timeout`
-// has passed (-> false, after one last try).
-bool Eventually(const std::function<bool()>& cond, Ms timeout, Ms interval = 50ms);
+// Waiting for an event (src/testing/eventually.h): the timeout only bounds a
+// failure.
+using herd::testing::Eventually;
 
 // ---- Processes ----
 

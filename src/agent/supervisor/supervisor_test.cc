@@ -59,68 +59,24 @@ TEST_F(SupervisorTest, StartsActiveInOwnProcessGroupWithEnvironment) {
   EXPECT_EQ(s->restarts(), 0);
   EXPECT_GT(s->started_ms(), 0);
 
-  // Repeating the desired state changes nothing.
+  // Repeating the desired state changes nothing: SetDesired decides at once
+  // (a restart or a stop would show in the state version it returns to).
+  uint64_t before = 0, after = 0;
+  sup_->Observe(&before);
   sup_->SetDesired({run});
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   s = Find(*sup_, run.run_id());
+  sup_->Observe(&after);
+  EXPECT_EQ(after, before);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->pid(), pid);
   EXPECT_EQ(s->phase(), v1::Task::ACTIVE);
+  EXPECT_TRUE(NoSignalPending(pid));
 
   absl::StatusOr<std::string> out = sup_->LogPath(run.run_id(), false);
   ASSERT_TRUE(out.ok());
-  int64_t deadline = NowMs() + 5000;
-  while (Slurp(*out).find('\n', Slurp(*out).find('\n') + 1) == std::string::npos && NowMs() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  EXPECT_TRUE(Eventually([&] { return absl::StrContains(Slurp(*out), "/sandbox/w/x\n"); }));
   EXPECT_EQ(Slurp(*out), absl::StrCat("alice.test.3.1 alice/test 3 bar\n", RunDirOf(run.run_id()),
                                       "/sandbox/w/x\n"));
-}
-
-TEST_F(SupervisorTest, StartLatency) {
-  sup_ = New();
-  std::vector<v1::TaskRun> runs;
-  std::vector<int64_t> latencies;
-  for (int i = 0; i < 20; ++i) {
-    runs.push_back(MakeRun(absl::StrCat("lat.", i), {"sleep", "1000"}));
-    int64_t t0 = NowMs();
-    sup_->SetDesired(runs);
-    WaitFor(*sup_, runs.back().run_id(), IsActive);
-    latencies.push_back(NowMs() - t0);
-  }
-  std::sort(latencies.begin(), latencies.end());
-  HERD_LOG_INFO("start latency SetDesired -> ACTIVE over 20 runs: p50 {} ms, max {} ms", latencies[10],
-                latencies.back());
-}
-
-TEST_F(SupervisorTest, StartThroughput) {
-  sup_ = New();
-  constexpr int kRuns = 100;
-  std::vector<v1::TaskRun> runs;
-  for (int i = 0; i < kRuns; ++i) runs.push_back(MakeRun(absl::StrCat("burst.", i), {"sleep", "1000"}));
-  int64_t t0 = NowMs();
-  sup_->SetDesired(runs);
-  int64_t max_observe_ms = 0;
-  uint64_t version = 0;
-  while (NowMs() - t0 < 30'000) {
-    int64_t before = NowMs();
-    std::vector<v1::RunStatus> all = sup_->Observe(&version);
-    max_observe_ms = std::max(max_observe_ms, NowMs() - before);
-    if (std::count_if(all.begin(), all.end(), [](const v1::RunStatus& s) {
-          return s.phase() == v1::Task::ACTIVE;
-        }) == kRuns) {
-      break;
-    }
-    sup_->WaitForChange(version, 100);
-  }
-  int64_t elapsed = std::max<int64_t>(1, NowMs() - t0);
-  HERD_LOG_INFO("{} runs ACTIVE in {} ms ({} starts/s); slowest Observe() meanwhile {} ms", kRuns, elapsed,
-                kRuns * 1000 / elapsed, max_observe_ms);
-  t0 = NowMs();
-  sup_->SetDesired({});
-  while (!sup_->Observe().empty() && NowMs() - t0 < 30'000) sup_->WaitForChange(0, 100);
-  HERD_LOG_INFO("{} runs stopped in {} ms", kRuns, NowMs() - t0);
-  EXPECT_TRUE(sup_->Observe().empty());
 }
 
 TEST_F(SupervisorTest, OutputLandsInFilesAndCleanExitIsTerminal) {
@@ -226,12 +182,13 @@ TEST_F(SupervisorTest, StopWithTermHandlerEndsWithinGrace) {
   ASSERT_TRUE(s);
   WaitForFile(RunDirOf("trap") + "/sandbox/ready");
   pid_t pid = static_cast<pid_t>(s->pid());
-  int64_t t0 = NowMs();
   sup_->SetDesired({});
   WaitFor(*sup_, "trap", IsGone);
-  int64_t elapsed = NowMs() - t0;
-  HERD_LOG_INFO("stop with a TERM handler took {} ms", elapsed);
-  EXPECT_LT(elapsed, 4000);
+  // It ended through its handler (exit 0), not by the SIGKILL that would
+  // follow the grace period: the shim's record says how, whatever the time.
+  absl::StatusOr<ExitStatus> exit = ReadExitFile(RunDirOf("trap"));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_TRUE(exit->success()) << exit->Describe();
   EXPECT_TRUE(GroupMembers(pid).empty());
   // The directory and logs stay.
   EXPECT_TRUE(std::filesystem::exists(RunDirOf("trap") + "/stdout"));
@@ -255,9 +212,13 @@ TEST_F(SupervisorTest, StopIgnoringTermIsKilledAfterGrace) {
   EXPECT_EQ(s->phase(), v1::Task::STOPPING);
   EXPECT_EQ(s->pid(), pid);
   WaitFor(*sup_, "stubborn", IsGone);
-  int64_t elapsed = NowMs() - t0;
-  HERD_LOG_INFO("stop ignoring TERM took {} ms (grace 500)", elapsed);
-  EXPECT_GE(elapsed, 500);
+  // Killed, and not before its grace period (a lower bound on elapsed time
+  // holds however busy the machine is).
+  EXPECT_GE(NowMs() - t0, 500);
+  absl::StatusOr<ExitStatus> exit = ReadExitFile(RunDirOf("stubborn"));
+  ASSERT_TRUE(exit.ok()) << exit.status();
+  EXPECT_EQ(exit->kind, ExitStatus::Kind::kSignaled) << exit->Describe();
+  EXPECT_EQ(exit->signal, SIGKILL) << exit->Describe();
   EXPECT_TRUE(GroupMembers(pid).empty());
 }
 
@@ -268,11 +229,8 @@ TEST_F(SupervisorTest, StopKillsTheWholeProcessGroup) {
   std::optional<v1::RunStatus> s = WaitFor(*sup_, "family", IsActive);
   ASSERT_TRUE(s);
   pid_t pid = static_cast<pid_t>(s->pid());
-  int64_t deadline = NowMs() + 5000;
-  while (GroupMembers(pid).size() < 3 && NowMs() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(GroupMembers(pid).size(), 3u);  // sh and two sleeps
+  EXPECT_TRUE(Eventually([&] { return GroupMembers(pid).size() == 3u; }))  // sh and two sleeps
+      << GroupMembers(pid).size();
   sup_->SetDesired({});
   WaitFor(*sup_, "family", IsGone);
   EXPECT_TRUE(GroupMembers(pid).empty());
@@ -307,7 +265,7 @@ TEST_F(SupervisorTest, RecoveryAdoptsRunningTaskWithoutRestart) {
   const int64_t pid = s->pid();
   const int64_t started = s->started_ms();
   sup_.reset();  // the agent goes away; the task does not
-  EXPECT_TRUE(Alive(static_cast<pid_t>(pid)));
+  EXPECT_TRUE(NoSignalPending(static_cast<pid_t>(pid)));
 
   sup_ = New();
   s = Find(*sup_, "adopt");
@@ -315,12 +273,14 @@ TEST_F(SupervisorTest, RecoveryAdoptsRunningTaskWithoutRestart) {
   EXPECT_EQ(s->phase(), v1::Task::ACTIVE);
   EXPECT_EQ(s->pid(), pid);
   EXPECT_EQ(s->started_ms(), started);
-  sup_->SetDesired({run});
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Once the new loop has done what it would do (a marker run behind it is
+  // ACTIVE), the adopted task is untouched.
+  Barrier(*sup_, {run});
   s = Find(*sup_, "adopt");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->pid(), pid);
   EXPECT_EQ(s->restarts(), 0);
+  EXPECT_TRUE(NoSignalPending(static_cast<pid_t>(pid)));
 
   // The adopted task is watched: its exit is noticed and the policy applies.
   kill(static_cast<pid_t>(pid), SIGKILL);
@@ -351,11 +311,8 @@ TEST_F(SupervisorTest, RecoveryReportsExitThatHappenedWhileDown) {
   std::ofstream(RunDirOf("down-never") + "/sandbox/go").put('x');
   std::ofstream(RunDirOf("down-retry") + "/sandbox/go").put('x');
   kill(killed_pid, SIGKILL);
-  int64_t deadline = NowMs() + 5000;
   for (const char* id : {"down-never", "down-retry", "down-killed"}) {
-    while (!ReadExitFile(RunDirOf(id)).ok() && NowMs() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    ASSERT_TRUE(Eventually([&] { return ReadExitFile(RunDirOf(id)).ok(); })) << id;
   }
 
   sup_ = New();
@@ -408,8 +365,10 @@ TEST_F(SupervisorTest, ReusedPidIsNotAdopted) {
   EXPECT_TRUE(s->terminal());  // NEVER: lost, not restarted
   EXPECT_EQ(s->pid(), 0);
   EXPECT_TRUE(absl::StrContains(s->message(), "lost")) << s->message();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_TRUE(IsRunning(*id));  // and the stranger was left alone
+  // The stranger is left alone, also once the loop has done what it would.
+  Barrier(*sup_, {MakeRun("reused", {"sleep", "1000"})});
+  EXPECT_TRUE(IsRunning(*id));
+  EXPECT_TRUE(NoSignalPending(*stranger));
   kill(*stranger, SIGKILL);
   waitpid(*stranger, nullptr, 0);
 }
@@ -533,8 +492,8 @@ TEST_F(SupervisorTest, TasksSurviveTheAgentBeingSigkilled) {
   int status;
   ASSERT_EQ(waitpid(agent, &status, 0), agent);
   ASSERT_TRUE(WIFSIGNALED(status));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_TRUE(Alive(static_cast<pid_t>(pid)));
+  // A signal the agent's death sent the task would be pending by now.
+  EXPECT_TRUE(NoSignalPending(static_cast<pid_t>(pid)));
 
   sup_ = New();  // the lock died with the agent
   std::optional<v1::RunStatus> s = Find(*sup_, "survivor");
@@ -563,11 +522,7 @@ TEST_F(SupervisorTest, RetentionDeletesOldRunDirectories) {
   sup_->SetDesired({});
   ASSERT_TRUE(WaitFor(*sup_, "short", IsGone).has_value() == false);
   EXPECT_TRUE(sup_->LogPath("short", false).ok());  // logs outlive the run
-  int64_t deadline = NowMs() + 5000;
-  while (std::filesystem::exists(RunDirOf("short")) && NowMs() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_FALSE(std::filesystem::exists(RunDirOf("short")));
+  EXPECT_TRUE(Eventually([&] { return !std::filesystem::exists(RunDirOf("short")); }));
   EXPECT_FALSE(sup_->LogPath("short", false).ok());
 }
 

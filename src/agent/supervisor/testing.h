@@ -15,14 +15,19 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/runtime/process.h"
 #include "agent/supervisor/supervisor.h"
 #include "base/log.h"
+#include "testing/eventually.h"
 
 namespace herd::agent::testing {
+
+using ::herd::testing::Eventually;
 
 using Mode = v1::RestartPolicy::Mode;
 
@@ -63,6 +68,23 @@ inline bool Alive(pid_t pid) {
   return st.ok() && st->state != 'Z';
 }
 
+// True if `pid` is alive and has no signal pending. A signal sent to a
+// process is pending until it runs again, which on a busy machine may be a
+// while: "alive" alone cannot show that nobody sent it a fatal signal, but
+// "alive with nothing pending" can, without waiting.
+inline bool NoSignalPending(pid_t pid) {
+  if (!Alive(pid)) return false;
+  std::istringstream status(Slurp(absl::StrCat("/proc/", pid, "/status")));
+  bool seen = false;
+  for (std::string line; std::getline(status, line);) {
+    if (!absl::StartsWith(line, "SigPnd:") && !absl::StartsWith(line, "ShdPnd:")) continue;
+    seen = true;
+    uint64_t mask = 0;
+    if (!absl::SimpleHexAtoi(absl::StripAsciiWhitespace(line.substr(7)), &mask) || mask != 0) return false;
+  }
+  return seen && Alive(pid);
+}
+
 inline v1::TaskRun MakeRun(const std::string& id, std::vector<std::string> argv, Mode mode = v1::RestartPolicy::NEVER) {
   v1::TaskRun run;
   run.set_run_id(id);
@@ -81,6 +103,24 @@ inline v1::TaskRun Sh(const std::string& id, const std::string& script, Mode mod
   return MakeRun(id, {"/bin/sh", "-c", script}, mode);
 }
 
+// Waits until the supervisor's loop has carried out everything asked of it
+// before this call (recovery, stops, kills): it starts a marker run and waits
+// for it to be ACTIVE, which the loop does in order after earlier work. For
+// tests that check that something was NOT done.
+inline void Barrier(Supervisor& sup, std::vector<v1::TaskRun> desired, const std::string& marker = "barrier") {
+  desired.push_back(MakeRun(marker, {"sleep", "1000"}));
+  sup.SetDesired(desired);
+  uint64_t version = 0;
+  const int64_t deadline = NowMs() + 30'000;
+  while (NowMs() < deadline) {
+    for (const v1::RunStatus& s : sup.Observe(&version)) {
+      if (s.run_id() == marker && s.phase() == v1::Task::ACTIVE) return;
+    }
+    sup.WaitForChange(version, 200);
+  }
+  ADD_FAILURE() << "the supervisor's loop did not start marker run " << marker;
+}
+
 inline std::optional<v1::RunStatus> Find(const Supervisor& sup, const std::string& id) {
   for (v1::RunStatus& s : sup.Observe()) {
     if (s.run_id() == id) return s;
@@ -88,11 +128,11 @@ inline std::optional<v1::RunStatus> Find(const Supervisor& sup, const std::strin
   return std::nullopt;
 }
 
-// Waits (up to timeout_ms) until `pred` holds for the run's status (nullopt
-// if the run is unknown); returns the last status seen.
+// Waits until `pred` holds for the run's status (nullopt if the run is
+// unknown); returns the last status seen. The timeout only bounds a failure.
 inline std::optional<v1::RunStatus> WaitFor(const Supervisor& sup, const std::string& id,
                                      const std::function<bool(const std::optional<v1::RunStatus>&)>& pred,
-                                     int64_t timeout_ms = 10'000) {
+                                     int64_t timeout_ms = 30'000) {
   int64_t deadline = NowMs() + timeout_ms;
   uint64_t version = 0;
   while (true) {
@@ -113,11 +153,7 @@ inline std::optional<v1::RunStatus> WaitFor(const Supervisor& sup, const std::st
 // Waits until a task's script created `file` in its sandbox (to know, say,
 // that it has installed its signal traps: ACTIVE only means it has exec'd).
 inline void WaitForFile(const std::string& path) {
-  int64_t deadline = NowMs() + 10'000;
-  while (!std::filesystem::exists(path) && NowMs() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_TRUE(std::filesystem::exists(path)) << path;
+  ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(path); })) << path;
 }
 
 inline auto IsActive = [](const std::optional<v1::RunStatus>& s) { return s && s->phase() == v1::Task::ACTIVE; };

@@ -12,23 +12,13 @@
 #include "master/core/link/reconcile.h"
 #include "master/core/recovery.h"
 #include "testing/builders.h"
+#include "testing/eventually.h"
 #include "testing/fake_agent_link.h"
 
 namespace herd::master {
 namespace {
 
 using namespace herd::testing;  // NOLINT
-
-// Polls `cond` until true or ~10 s pass.
-template <typename F>
-bool Eventually(F cond, int ms = 10'000) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return cond();
-}
 
 class MasterCoreTest : public ::testing::Test {
  protected:
