@@ -11,7 +11,12 @@
 // it has exec'd (its /proc/PID/exe is the command), which is what a start
 // costs without a supervisor or a shim.
 //
-//   build/bin/supervisor_bench [--starts 20] [--burst 100] [--shim PATH]
+// With --cgroups ROOT (as root, e.g. /sys/fs/cgroup), the same runs start in
+// containers (the cgroup extension), and two more figures: what the
+// extension's Prepare (creating and configuring a run's groups) costs per
+// run, and what one usage sample of every run's group costs.
+//
+//   build/bin/supervisor_bench [--starts 20] [--burst 100] [--shim PATH] [--cgroups ROOT]
 //
 // Prints a table and one `RESULT name=value` line per figure. Moved here from
 // supervisor_test (SupervisorTest.StartLatency/StartThroughput), which printed
@@ -30,6 +35,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "agent/cgroup/cgroup_extension.h"
 #include "agent/supervisor/supervisor.h"
 #include "base/log.h"
 
@@ -105,14 +111,57 @@ std::vector<double> BaselineSpawns(int n) {
   return out;
 }
 
+// What Prepare and a usage sample cost per run, with real cgroups.
+void CgroupCosts(const std::string& cgroup_root, const std::string& dir, int runs) {
+  CgroupOptions o;
+  o.root = cgroup_root;
+  o.parent = "herd-bench";
+  o.agent_name = absl::StrCat("bench-", getpid());
+  o.owner_dir = dir;
+  std::shared_ptr<CgroupExtension> ext = CgroupExtension::Create(o);
+  if (ext->driver() == nullptr) {
+    std::fprintf(stderr, "supervisor_bench: no cgroups at %s\n", cgroup_root.c_str());
+    std::exit(1);
+  }
+  RunDir run_dir(dir);
+  std::vector<v1::TaskRun> specs;
+  std::vector<double> prepare;
+  for (int i = 0; i < runs; ++i) {
+    v1::TaskRun run = SleepRun(absl::StrCat("cost.", i));
+    run.mutable_resources()->set_cpu_millis(500);
+    run.mutable_resources()->set_memory_bytes(64 << 20);
+    run.set_priority(200);
+    AttemptSetup setup;
+    auto t0 = Clock::now();
+    absl::Status st = ext->Prepare(RunView{run, run_dir, v1::Task::STARTING, ProcessId{}, true}, &setup);
+    prepare.push_back(Ms(Clock::now() - t0));
+    if (!st.ok()) {
+      std::fprintf(stderr, "supervisor_bench: Prepare: %s\n", st.ToString().c_str());
+      std::exit(1);
+    }
+    specs.push_back(run);
+  }
+  auto t0 = Clock::now();
+  for (const v1::TaskRun& run : specs) (void)ext->driver()->Sample(ext->GroupOf(run));
+  const double sample_ms = Ms(Clock::now() - t0);
+  for (const v1::TaskRun& run : specs) ext->Released(RunView{run, run_dir, v1::Task::EXITED, ProcessId{}, false});
+  ext->Shutdown();
+  std::printf("  cgroups (%s): Prepare p50 %.3f ms, p99 %.3f ms; sampling all %d groups %.3f ms\n",
+              ext->version().c_str(), Percentile(prepare, 0.5), Percentile(prepare, 0.99), runs, sample_ms);
+  std::printf("RESULT cgroup_prepare_p50_ms=%.3f\nRESULT cgroup_prepare_p99_ms=%.3f\n", Percentile(prepare, 0.5),
+              Percentile(prepare, 0.99));
+  std::printf("RESULT cgroup_sample_all_ms=%.3f\nRESULT cgroup_sample_runs=%d\n", sample_ms, runs);
+}
+
 int Main(int argc, char** argv) {
   int starts = 20, burst = 100;
-  std::string shim;
+  std::string shim, cgroups;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--starts") starts = std::max(1, std::atoi(argv[i + 1]));
     if (a == "--burst") burst = std::max(1, std::atoi(argv[i + 1]));
     if (a == "--shim") shim = argv[i + 1];
+    if (a == "--cgroups") cgroups = argv[i + 1];
   }
   InitLogging("supervisor_bench", "", "warn");
 
@@ -123,6 +172,15 @@ int Main(int argc, char** argv) {
   Supervisor::Options opts;
   opts.root_dir = root;
   opts.shim_path = shim;
+  if (!cgroups.empty()) {
+    CgroupOptions co;
+    co.root = cgroups;
+    co.parent = "herd-bench";
+    co.agent_name = absl::StrCat("supervisor-", getpid());
+    co.owner_dir = root;
+    co.memory_reserve_bytes = 0;
+    opts.extensions.push_back(CgroupExtension::Create(co));
+  }
   absl::StatusOr<std::unique_ptr<Supervisor>> created = Supervisor::Create(opts);
   if (!created.ok()) {
     std::fprintf(stderr, "supervisor_bench: %s\n", created.status().ToString().c_str());
@@ -158,10 +216,11 @@ int Main(int argc, char** argv) {
   sup.SetDesired({});
   WaitUntil(sup, [](const std::vector<v1::RunStatus>& all) { return all.empty(); });
   const double stop_ms = Ms(Clock::now() - t0);
+  for (const auto& ext : opts.extensions) ext->Shutdown();
   created->reset();
-  std::filesystem::remove_all(root);
 
-  std::printf("supervisor_bench: %d single starts, a burst of %d\n", starts, burst);
+  std::printf("supervisor_bench: %d single starts, a burst of %d, %s\n", starts, burst,
+              cgroups.empty() ? "no containers" : "in cgroups");
   std::printf("  %-46s %10s %10s %10s\n", "ms", "p50", "p99", "max");
   std::printf("  %-46s %10.2f %10.2f %10.2f\n", "start: SetDesired -> ACTIVE (under herd-shim)", Percentile(latency, 0.5),
               Percentile(latency, 0.99), Percentile(latency, 1));
@@ -170,6 +229,8 @@ int Main(int argc, char** argv) {
   std::printf("  burst: %d runs ACTIVE in %.0f ms (%.0f starts/s); slowest Observe() meanwhile %.2f ms\n", burst,
               burst_ms, burst * 1000.0 / burst_ms, slowest_observe);
   std::printf("  stop: %d runs gone in %.0f ms\n", burst, stop_ms);
+  if (!cgroups.empty()) CgroupCosts(cgroups, root, std::max(burst, 50));
+  std::filesystem::remove_all(root);
   std::printf("RESULT start_p50_ms=%.2f\nRESULT start_p99_ms=%.2f\nRESULT start_max_ms=%.2f\n", Percentile(latency, 0.5),
               Percentile(latency, 0.99), Percentile(latency, 1));
   std::printf("RESULT baseline_spawn_p50_ms=%.3f\nRESULT baseline_spawn_p99_ms=%.3f\n", Percentile(base, 0.5),

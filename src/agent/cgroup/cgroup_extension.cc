@@ -28,18 +28,6 @@ namespace fs = std::filesystem;
 constexpr int64_t kLsParentShares = 65'536;
 constexpr int64_t kBatchParentShares = 2;
 
-int64_t MonoMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t WallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Bytes allocated to everything under `dir` (du: blocks, not sizes, not
 // following symlinks).
 int64_t DirBytes(const std::string& dir) {
@@ -89,7 +77,7 @@ MachineMemory ReadMachineMemory() {
 std::shared_ptr<CgroupExtension> CgroupExtension::Create(CgroupOptions options) {
   std::unique_ptr<CgroupDriver> driver;
   if (options.root != "none") {
-    absl::StatusOr<std::unique_ptr<CgroupDriver>> d = OpenCgroupDriver(options.root);
+    absl::StatusOr<std::unique_ptr<CgroupDriver>> d = OpenCgroupDriver(options.root, options.clock);
     if (d.ok()) {
       driver = *std::move(d);
     } else {
@@ -340,7 +328,7 @@ void CgroupExtension::DescribeMachine(v1::PollResponse* response) const {
 }
 
 void CgroupExtension::Tick(const std::vector<RunView>& runs) {
-  const int64_t now = MonoMs();
+  const int64_t now = options_.clock->MonotonicMs();
   bool clean = false;
   {
     absl::MutexLock l(&mu_);
@@ -384,7 +372,7 @@ void CgroupExtension::RemoveStaleGroups(const std::vector<RunView>& runs) {
 
 void CgroupExtension::SampleRunsLocked(const std::vector<RunView>& runs, int64_t now) {
   if (!driver_) return;
-  const int64_t wall = WallMs();
+  const int64_t wall = options_.clock->NowMs();
   for (const RunView& r : runs) {
     auto it = runs_.find(r.spec.run_id());
     if (it == runs_.end() || it->second.group.empty()) continue;
@@ -434,7 +422,7 @@ void CgroupExtension::SampleMachineLocked(int64_t now) {
   int64_t disk = 0;
   for (const auto& [id, info] : runs_) disk += info.usage.disk_bytes();
   machine_.set_disk_bytes(disk);
-  machine_.set_sampled_ms(WallMs());
+  machine_.set_sampled_ms(options_.clock->NowMs());
 }
 
 void CgroupExtension::EvictLocked(const std::vector<RunView>& runs, int64_t now) {

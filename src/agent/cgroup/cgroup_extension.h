@@ -41,6 +41,7 @@
 #include "agent/cgroup/driver.h"
 #include "agent/runtime/process.h"
 #include "agent/supervisor/extension.h"
+#include "base/clock.h"
 
 namespace herd::agent {
 
@@ -83,6 +84,9 @@ struct CgroupOptions {
   int64_t batch_memory_bytes = 0;
   // The machine's memory; default ReadMachineMemory. Tests inject shortage.
   std::function<MachineMemory()> machine_memory;
+  // Times usage samples, eviction holds and the driver's waits; tests use a
+  // ManualClock to decide when the next sample or eviction may happen.
+  Clock* clock = RealClock::Get();
 };
 
 class CgroupExtension : public Extension {

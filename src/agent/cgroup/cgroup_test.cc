@@ -12,6 +12,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -51,9 +52,7 @@ class CgroupTest : public SupervisorFixture {
     }
     SupervisorFixture::TearDown();
     if (ext_ && ext_->driver()) {
-      for (int i = 0; i < 100 && !ext_->driver()->Remove(ext_->AgentGroup()).ok(); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
+      EXPECT_TRUE(Eventually([&] { return ext_->driver()->Remove(ext_->AgentGroup()).ok(); }));
       EXPECT_FALSE(ext_->driver()->Exists(ext_->AgentGroup()));
       (void)ext_->driver()->Remove("herd-test");  // fails while another test process uses it
     }
@@ -98,6 +97,9 @@ class CgroupTest : public SupervisorFixture {
   }
 
   std::string name_;
+  // For tests that decide when the extension samples; outlives ext_ (whose
+  // driver TearDown still uses).
+  ManualClock manual_clock_;
   std::shared_ptr<CgroupExtension> ext_;
 };
 
@@ -124,23 +126,33 @@ TEST_F(CgroupTest, AHogWithinItsLimitIsNotOom) {
 }
 
 TEST_F(CgroupTest, CpuHogIsHeldToItsQuota) {
-  sup_ = Start(Options());
-  v1::TaskRun run = Hog("quota", {"--cpu"}, 200);
-  sup_->SetDesired({run});
-  ASSERT_TRUE(WaitFor(*sup_, run.run_id(), IsActive));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  int64_t t0 = NowMs(), c0 = CpuNs(run);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-  int64_t t1 = NowMs(), c1 = CpuNs(run);
-  double cores = static_cast<double>(c1 - c0) / 1e6 / static_cast<double>(t1 - t0);
-  HERD_LOG_INFO("200m quota: the hog used {:.3f} cores", cores);
-  EXPECT_GT(cores, 0.12);
-  EXPECT_LT(cores, 0.25);
-  // The same rate in the run's usage.
-  std::optional<v1::RunStatus> s = Find(*sup_, run.run_id());
+  // A hog with a 200m quota beside the same hog without one, as a baseline:
+  // however busy the machine is, the quota is a ceiling, and the limited hog
+  // gets its quota or, if the machine cannot give that much, about what the
+  // unlimited one gets.
+  CgroupOptions o = Options();
+  o.usage_interval_ms = 1000;  // a usage window of ten CFS periods
+  sup_ = Start(o);
+  v1::TaskRun limited = Hog("quota", {"--cpu"}, 200);
+  v1::TaskRun unlimited = Hog("unlimited", {"--cpu"});
+  sup_->SetDesired({limited, unlimited});
+  ASSERT_TRUE(WaitFor(*sup_, limited.run_id(), IsActive));
+  ASSERT_TRUE(WaitFor(*sup_, unlimited.run_id(), IsActive));
+  // The window ends when the unlimited hog has had a second of CPU.
+  const int64_t t0 = NowMs(), q0 = CpuNs(limited), u0 = CpuNs(unlimited);
+  ASSERT_TRUE(Eventually([&] { return CpuNs(unlimited) - u0 >= 1'000'000'000; }, std::chrono::minutes(2)));
+  const int64_t q1 = CpuNs(limited), t1 = NowMs();
+  const double wall = static_cast<double>(t1 - t0) / 1e3, q = static_cast<double>(q1 - q0) / 1e9;
+  HERD_LOG_INFO("200m quota: {:.3f} s of CPU in {:.3f} s ({:.3f} cores); unlimited: 1 s", q, wall, q / wall);
+  // At most 20 ms per 100 ms period, plus a period's worth at each end.
+  EXPECT_LE(q, 0.2 * wall + 0.04);
+  EXPECT_GE(q, 0.5 * std::min(0.2 * wall, 1.0));
+  // The run's reported usage is held by the same ceiling.
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, limited.run_id(), [](const std::optional<v1::RunStatus>& s) {
+    return s && s->usage().cpu_millis() > 0;
+  });
   ASSERT_TRUE(s);
-  EXPECT_GT(s->usage().cpu_millis(), 100) << s->usage().DebugString();
-  EXPECT_LT(s->usage().cpu_millis(), 300) << s->usage().DebugString();
+  EXPECT_LE(s->usage().cpu_millis(), 300) << s->usage().DebugString();
 }
 
 TEST_F(CgroupTest, BatchIsThrottledBeforeLsOnOneCpu) {
@@ -154,20 +166,22 @@ TEST_F(CgroupTest, BatchIsThrottledBeforeLsOnOneCpu) {
   ASSERT_TRUE(WaitFor(*sup_, ls.run_id(), IsActive));
   ASSERT_TRUE(WaitFor(*sup_, batch.run_id(), IsActive));
   EXPECT_TRUE(absl::StrContains(ext_->GroupOf(batch), "/batch/"));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  int64_t l0 = CpuNs(ls), b0 = CpuNs(batch);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-  int64_t l1 = CpuNs(ls), b1 = CpuNs(batch);
-  double l = static_cast<double>(l1 - l0) / 1e9, b = static_cast<double>(b1 - b0) / 1e9;
-  HERD_LOG_INFO("one CPU over 2 s: LS {:.3f} s, batch {:.3f} s of CPU", l, b);
-  EXPECT_GT(l, 0.5);
+  // Until LS has had half a second of that CPU (however long that takes on
+  // a busy machine), batch gets next to nothing of it.
+  const int64_t l0 = CpuNs(ls), b0 = CpuNs(batch);
+  ASSERT_TRUE(Eventually([&] { return CpuNs(ls) - l0 >= 500'000'000; }, std::chrono::minutes(2)));
+  const int64_t b1 = CpuNs(batch), l1 = CpuNs(ls);
+  const double l = static_cast<double>(l1 - l0) / 1e9, b = static_cast<double>(b1 - b0) / 1e9;
+  HERD_LOG_INFO("one CPU shared: LS {:.3f} s, batch {:.3f} s of CPU", l, b);
   EXPECT_GT(l / (l + b), 0.9);
 }
 
 TEST_F(CgroupTest, UsageIsPlausible) {
   sup_ = Start(Options());
-  v1::TaskRun run = Hog("usage", {"--memory-mib", "50"}, 0, 256 * kMi);
-  sup_->SetDesired({run});
+  const std::string ready = "ready";
+  v1::TaskRun run = Hog("usage", {"--memory-mib", "50", "--ready", ready}, 0, 256 * kMi);
+  v1::TaskRun spinner = Hog("spinner", {"--cpu"});  // a baseline for CPU
+  sup_->SetDesired({run, spinner});
   std::optional<v1::RunStatus> s = WaitFor(*sup_, run.run_id(), [](const std::optional<v1::RunStatus>& s) {
     return s && s->usage().memory_rss_bytes() >= 40 * kMi && s->usage().disk_bytes() > 0;
   });
@@ -175,7 +189,22 @@ TEST_F(CgroupTest, UsageIsPlausible) {
   EXPECT_GE(s->usage().memory_working_set_bytes(), 40 * kMi);
   EXPECT_LT(s->usage().memory_rss_bytes(), 80 * kMi);
   EXPECT_GT(s->usage().sampled_ms(), 0);
-  EXPECT_LT(s->usage().cpu_millis(), 500);  // it sleeps
+  // Once it has touched its memory it sleeps: a sample whose whole window
+  // comes after that shows it using a small fraction of the spinner's CPU,
+  // however much CPU the machine has left for either.
+  WaitForFile(RunDirOf(run.run_id()) + "/sandbox/" + ready);
+  const int64_t ready_ms = RealClock::Get()->NowMs();
+  std::set<int64_t> samples_after_ready;
+  std::optional<v1::RunStatus> spin;
+  s = WaitFor(*sup_, run.run_id(), [&](const std::optional<v1::RunStatus>& s) {
+    if (s && s->usage().sampled_ms() > ready_ms) samples_after_ready.insert(s->usage().sampled_ms());
+    spin = Find(*sup_, spinner.run_id());
+    // The second sample after the ready file: its window starts after it.
+    return samples_after_ready.size() >= 2 && spin && spin->usage().cpu_millis() > 0;
+  });
+  ASSERT_TRUE(s && spin);
+  EXPECT_LT(s->usage().cpu_millis() * 4, spin->usage().cpu_millis())
+      << "sleeper " << s->usage().DebugString() << "spinner " << spin->usage().DebugString();
   v1::PollResponse resp;
   sup_->DescribeMachine(&resp);
   EXPECT_EQ(resp.cgroup_version(), "v1");
@@ -200,9 +229,7 @@ TEST_F(CgroupTest, KillAllKillsAProcessThatLeftTheProcessGroup) {
 
   RunDir dir(RunDirOf(run.run_id()));
   ASSERT_TRUE(ext_->KillAll(RunView{run, dir, v1::Task::ACTIVE, ProcessId{}, true}));
-  int64_t deadline = NowMs() + 5000;
-  while (Alive(escaped) && NowMs() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_FALSE(Alive(escaped));
+  EXPECT_TRUE(Eventually([&] { return !Alive(escaped); }));
   s = WaitFor(*sup_, run.run_id(), IsTerminal);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->exit_signal(), SIGKILL);
@@ -213,9 +240,15 @@ TEST_F(CgroupTest, KillAllKillsAProcessThatLeftTheProcessGroup) {
 }
 
 TEST_F(CgroupTest, MemoryShortageEvictsLowestPriorityNonProdFirstAndNeverProd) {
+  // The extension's clock is a ManualClock: a sample (and the eviction check
+  // after it) happens only when the test moves time on, so "not evicted" is
+  // checked at chosen instants, not after sleeps.
+  ManualClock& clock = manual_clock_;
   CgroupOptions o = Options();
+  o.clock = &clock;
   std::atomic<int64_t> available{64ll << 30};
   o.memory_reserve_bytes = 256 * kMi;
+  o.usage_interval_ms = 100;
   o.eviction_hold_ms = 300;
   o.machine_memory = [&available] {
     MachineMemory m;
@@ -230,30 +263,58 @@ TEST_F(CgroupTest, MemoryShortageEvictsLowestPriorityNonProdFirstAndNeverProd) {
   batch.set_priority(100);
   v1::TaskRun prod = Sh("prod", "exec sleep 1000", v1::RestartPolicy::ALWAYS);
   prod.set_priority(200);
-  sup_->SetDesired({free, batch, prod});
+  const std::vector<v1::TaskRun> all = {free, batch, prod};
+  sup_->SetDesired(all);
   for (const v1::TaskRun* r : {&free, &batch, &prod}) ASSERT_TRUE(WaitFor(*sup_, r->run_id(), IsActive));
+  const int64_t batch_pid = Find(*sup_, batch.run_id())->pid(), prod_pid = Find(*sup_, prod.run_id())->pid();
+
+  // Moves the extension's time on by `ms` and waits until it has sampled
+  // (and judged memory) at the new time, then until the supervisor has
+  // carried out any kill that asked for.
+  auto step = [&](int64_t ms) {
+    clock.AdvanceMs(ms);
+    ASSERT_TRUE(Eventually([&] {
+      v1::PollResponse r;
+      sup_->DescribeMachine(&r);
+      return r.machine_usage().sampled_ms() == clock.NowMs();
+    }));
+    Barrier(*sup_, all);
+  };
+  // Alive, with no kill on its way.
+  auto untouched = [&](const v1::TaskRun& run, int64_t pid) {
+    std::optional<v1::RunStatus> s = Find(*sup_, run.run_id());
+    return IsActive(s) && s->pid() == pid && s->restarts() == 0 && !s->evicted() &&
+           NoSignalPending(static_cast<pid_t>(pid));
+  };
+  ASSERT_NO_FATAL_FAILURE(step(100));  // a first sample with plenty of memory
 
   // One byte short: the lowest priority run alone goes.
   available = o.memory_reserve_bytes - 1;
+  ASSERT_NO_FATAL_FAILURE(step(100));
   std::optional<v1::RunStatus> s = WaitFor(*sup_, free.run_id(), IsTerminal);
-  available = 64ll << 30;
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->evicted());
   EXPECT_TRUE(absl::StartsWith(s->message(), "evicted: machine out of memory")) << s->message();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_TRUE(IsActive(Find(*sup_, batch.run_id())));
-  EXPECT_TRUE(IsActive(Find(*sup_, prod.run_id())));
+  // Still short, but within the hold after an eviction: nobody else goes.
+  ASSERT_NO_FATAL_FAILURE(step(200));
+  EXPECT_TRUE(untouched(batch, batch_pid));
+  EXPECT_TRUE(untouched(prod, prod_pid));
+  // Memory back after the hold: nobody else goes.
+  available = 64ll << 30;
+  ASSERT_NO_FATAL_FAILURE(step(200));
+  EXPECT_TRUE(untouched(batch, batch_pid));
+  EXPECT_TRUE(untouched(prod, prod_pid));
 
   // Far short: every non-prod run goes, prod stays however short it is.
   available = 0;
+  ASSERT_NO_FATAL_FAILURE(step(100));
   s = WaitFor(*sup_, batch.run_id(), IsTerminal);
   ASSERT_TRUE(s);
   EXPECT_TRUE(s->evicted());
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // more than one hold period
-  s = Find(*sup_, prod.run_id());
-  EXPECT_TRUE(IsActive(s));
-  EXPECT_FALSE(s->evicted());
-  EXPECT_EQ(s->restarts(), 0);
+  for (int i = 0; i < 3; ++i) {  // several hold periods, each judged again
+    ASSERT_NO_FATAL_FAILURE(step(400));
+    EXPECT_TRUE(untouched(prod, prod_pid)) << "after " << i + 1 << " hold periods";
+  }
   available = 64ll << 30;
 }
 
@@ -273,11 +334,7 @@ TEST_F(CgroupTest, RecoveryAdoptsRunningGroupsAndRemovesStaleOnes) {
     return s && s->pid() == pid && s->usage().memory_rss_bytes() >= 15 * kMi;
   });
   ASSERT_TRUE(s);
-  int64_t deadline = NowMs() + 5000;
-  while (ext_->driver()->Exists(ext_->AgentGroup() + "/ls/ghost") && NowMs() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_FALSE(ext_->driver()->Exists(ext_->AgentGroup() + "/ls/ghost"));
+  EXPECT_TRUE(Eventually([&] { return !ext_->driver()->Exists(ext_->AgentGroup() + "/ls/ghost"); }));
   EXPECT_TRUE(ext_->driver()->Exists(ext_->GroupOf(run)));
   sup_->SetDesired({});
   WaitFor(*sup_, run.run_id(), IsGone);
@@ -310,10 +367,7 @@ TEST_F(CgroupTest, AgentsOnOneHostHaveTheirOwnGroups) {
     }
     while (true) pause();
   }
-  int64_t deadline = NowMs() + 5000;
-  while (a->driver()->Pids(dead_busy + "/ls/r1").empty() && NowMs() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  ASSERT_TRUE(Eventually([&] { return !a->driver()->Pids(dead_busy + "/ls/r1").empty(); }));
   o.owner_dir = root_ + "/./";
   EXPECT_EQ(CgroupExtension::Create(o)->AgentGroup(), a->AgentGroup());
   EXPECT_TRUE(absl::StartsWith(a->AgentGroup(), "herd-test/" + name_ + "-")) << a->AgentGroup();
@@ -362,41 +416,31 @@ TEST_F(CgroupTest, WithoutCgroupsItFallsBackToNone) {
   EXPECT_EQ(CgroupExtension::Create(o)->version(), "none");
 }
 
-// The figure: what Prepare (creating and configuring a run's group) adds to
-// a task's start.
-TEST_F(CgroupTest, PrepareCost) {
+// Prepare creates and configures a group per run and Released removes it,
+// for many runs in a row. (What that costs is measured by
+// bench/supervisor_bench --cgroups, not here.)
+TEST_F(CgroupTest, PrepareAndReleaseManyRuns) {
   ext_ = CgroupExtension::Create(Options());
   const int kRuns = 50;
-  std::vector<int64_t> us;
   RunDir dir(root_);
   std::vector<v1::TaskRun> runs;
   for (int i = 0; i < kRuns; ++i) {
-    v1::TaskRun run = MakeRun(absl::StrCat("cost", i), {"true"});
+    v1::TaskRun run = MakeRun(absl::StrCat("many", i), {"true"});
     run.mutable_resources()->set_cpu_millis(500);
     run.mutable_resources()->set_memory_bytes(64 * kMi);
     run.set_priority(200);
-    RunView view{run, dir, v1::Task::STARTING, ProcessId{}, true};
     AttemptSetup setup;
-    auto t0 = std::chrono::steady_clock::now();
-    ASSERT_TRUE(ext_->Prepare(view, &setup).ok());
-    us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count());
+    ASSERT_TRUE(ext_->Prepare(RunView{run, dir, v1::Task::STARTING, ProcessId{}, true}, &setup).ok());
     EXPECT_EQ(setup.shim_args.size() % 2, 0u);
     EXPECT_GE(setup.shim_args.size(), 6u);  // memory, cpu, cpuacct at least
+    EXPECT_TRUE(ext_->driver()->Exists(ext_->GroupOf(run)));
     runs.push_back(run);
   }
-  // What a usage sample of every run costs (Tick, every usage_interval_ms).
-  auto t0 = std::chrono::steady_clock::now();
   for (const v1::TaskRun& run : runs) ASSERT_TRUE(ext_->driver()->Sample(ext_->GroupOf(run)).ok());
-  int64_t sample_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
   for (const v1::TaskRun& run : runs) {
     ext_->Released(RunView{run, dir, v1::Task::EXITED, ProcessId{}, false});
     EXPECT_FALSE(ext_->driver()->Exists(ext_->GroupOf(run)));
   }
-  std::sort(us.begin(), us.end());
-  HERD_LOG_INFO("Prepare (cgroup {}): median {} us, p90 {} us, max {} us over {}; sampling all {} groups: {} us",
-                ext_->version(), us[kRuns / 2], us[kRuns * 9 / 10], us.back(), kRuns, kRuns, sample_us);
-  EXPECT_LT(us[kRuns / 2], 20'000);
 }
 
 }  // namespace

@@ -29,12 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int64_t MonoMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 bool IsFile(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -111,15 +105,23 @@ absl::Status RemoveTree(const std::string& path) {
 // Kills every live process listed in `procs_files` until none is left or
 // the deadline passes. `freeze`/`thaw` (may be empty) stop the group from
 // forking while its members are listed and signalled.
-absl::Status KillLoop(const std::vector<std::string>& procs_files, const std::function<void()>& freeze,
+// The driver's waits on the kernel (a group freezing, SIGKILLed processes
+// leaving) are bounded by the clock and also by a count of polls, so that a
+// clock that does not move (a test's ManualClock) cannot make them spin
+// forever.
+bool WaitOver(Clock* clock, int64_t deadline_ms, int polls, int max_polls) {
+  return clock->MonotonicMs() >= deadline_ms || polls >= max_polls;
+}
+
+absl::Status KillLoop(Clock* clock, const std::vector<std::string>& procs_files, const std::function<void()>& freeze,
                       const std::function<void()>& thaw, int64_t timeout_ms) {
-  const int64_t deadline = MonoMs() + timeout_ms;
+  const int64_t deadline = clock->MonotonicMs() + timeout_ms;
   bool frozen = false;
   if (freeze) {
     freeze();
     frozen = true;
   }
-  while (true) {
+  for (int polls = 0;; ++polls) {
     std::set<pid_t> live;
     for (const std::string& f : procs_files) {
       for (pid_t pid : ReadPids(f)) {
@@ -134,7 +136,7 @@ absl::Status KillLoop(const std::vector<std::string>& procs_files, const std::fu
       return absl::OkStatus();
     }
     if (live.empty()) return absl::OkStatus();
-    if (MonoMs() >= deadline) {
+    if (WaitOver(clock, deadline, polls, static_cast<int>(timeout_ms))) {  // polls are >= 1 ms apart
       return absl::UnavailableError(absl::StrCat(live.size(), " processes still in the group after SIGKILL"));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -145,7 +147,7 @@ absl::Status KillLoop(const std::vector<std::string>& procs_files, const std::fu
 
 class V1Driver : public CgroupDriver {
  public:
-  explicit V1Driver(const std::string& root) : CgroupDriver(root) {
+  V1Driver(const std::string& root, Clock* clock) : CgroupDriver(root, clock) {
     auto find = [&](const char* controller) -> std::string {
       std::string path = absl::StrCat(root, "/", controller);
       if (!IsDir(path)) return "";
@@ -247,11 +249,11 @@ class V1Driver : public CgroupDriver {
     std::string state = Join(freezer_, group) + "/freezer.state";
     std::function<void()> freeze, thaw;
     if (!freezer_.empty() && IsFile(state)) {
-      freeze = [state] {
+      freeze = [state, clock = clock_] {
         if (!WriteCgroupFile(state, "FROZEN").ok()) return;
         // Freezing is asynchronous (FREEZING until every task stopped).
-        const int64_t until = MonoMs() + 100;
-        while (MonoMs() < until) {
+        const int64_t until = clock->MonotonicMs() + 100;
+        for (int polls = 0; !WaitOver(clock, until, polls, 500); ++polls) {  // 200 us apart
           absl::StatusOr<std::string> s = ReadSmallFile(state);
           if (!s.ok() || absl::StripAsciiWhitespace(*s) == "FROZEN") break;
           std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -259,7 +261,7 @@ class V1Driver : public CgroupDriver {
       };
       thaw = [state] { (void)WriteCgroupFile(state, "THAWED"); };
     }
-    return KillLoop(ProcsFiles(group), freeze, thaw, timeout_ms);
+    return KillLoop(clock_, ProcsFiles(group), freeze, thaw, timeout_ms);
   }
 
   absl::Status Remove(absl::string_view group) override {
@@ -286,7 +288,7 @@ class V1Driver : public CgroupDriver {
 
 class V2Driver : public CgroupDriver {
  public:
-  explicit V2Driver(const std::string& root) : CgroupDriver(root) {}
+  V2Driver(const std::string& root, Clock* clock) : CgroupDriver(root, clock) {}
 
   absl::string_view version() const override { return "v2"; }
 
@@ -364,10 +366,10 @@ class V2Driver : public CgroupDriver {
     if (IsFile(dir + "/cgroup.kill")) return WriteCgroupFile(dir + "/cgroup.kill", "1");
     std::function<void()> freeze, thaw;
     if (IsFile(dir + "/cgroup.freeze")) {
-      freeze = [dir] {
+      freeze = [dir, clock = clock_] {
         if (!WriteCgroupFile(dir + "/cgroup.freeze", "1").ok()) return;
-        const int64_t until = MonoMs() + 100;
-        while (MonoMs() < until) {
+        const int64_t until = clock->MonotonicMs() + 100;
+        for (int polls = 0; !WaitOver(clock, until, polls, 500); ++polls) {  // 200 us apart
           absl::StatusOr<std::string> ev = ReadSmallFile(dir + "/cgroup.events");
           if (!ev.ok() || StatValue(*ev, "frozen") == 1) break;
           std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -375,7 +377,7 @@ class V2Driver : public CgroupDriver {
       };
       thaw = [dir] { (void)WriteCgroupFile(dir + "/cgroup.freeze", "0"); };
     }
-    return KillLoop(ProcsFiles(group), freeze, thaw, timeout_ms);
+    return KillLoop(clock_, ProcsFiles(group), freeze, thaw, timeout_ms);
   }
 
   absl::Status Remove(absl::string_view group) override { return RemoveTree(Join(root_, group)); }
@@ -465,12 +467,16 @@ int64_t StatValue(absl::string_view text, absl::string_view key) {
   return -1;
 }
 
-std::unique_ptr<CgroupDriver> NewCgroupV1Driver(const std::string& root) { return std::make_unique<V1Driver>(root); }
-std::unique_ptr<CgroupDriver> NewCgroupV2Driver(const std::string& root) { return std::make_unique<V2Driver>(root); }
+std::unique_ptr<CgroupDriver> NewCgroupV1Driver(const std::string& root, Clock* clock) {
+  return std::make_unique<V1Driver>(root, clock);
+}
+std::unique_ptr<CgroupDriver> NewCgroupV2Driver(const std::string& root, Clock* clock) {
+  return std::make_unique<V2Driver>(root, clock);
+}
 
-absl::StatusOr<std::unique_ptr<CgroupDriver>> OpenCgroupDriver(const std::string& root) {
-  if (IsFile(root + "/cgroup.controllers")) return NewCgroupV2Driver(root);
-  if (IsDir(root + "/memory") && IsDir(root + "/cpu") && IsDir(root + "/cpuacct")) return NewCgroupV1Driver(root);
+absl::StatusOr<std::unique_ptr<CgroupDriver>> OpenCgroupDriver(const std::string& root, Clock* clock) {
+  if (IsFile(root + "/cgroup.controllers")) return NewCgroupV2Driver(root, clock);
+  if (IsDir(root + "/memory") && IsDir(root + "/cpu") && IsDir(root + "/cpuacct")) return NewCgroupV1Driver(root, clock);
   return absl::NotFoundError(absl::StrCat("no cgroups at ", root,
                                           " (neither v2's cgroup.controllers nor v1's memory, cpu, cpuacct)"));
 }

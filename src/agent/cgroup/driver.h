@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/clock.h"
 
 namespace herd::agent {
 
@@ -81,18 +82,20 @@ class CgroupDriver {
   virtual std::string Dir(absl::string_view group) const = 0;
 
  protected:
-  explicit CgroupDriver(std::string root) : root_(std::move(root)) {}
+  CgroupDriver(std::string root, Clock* clock) : root_(std::move(root)), clock_(clock) {}
   std::string root_;
+  Clock* const clock_;  // bounds the waits of Kill (freezing, retries)
 };
 
 // Opens the cgroups mounted at `root`: v2 if root/cgroup.controllers exists,
 // else v1 if root/memory, root/cpu and root/cpuacct are hierarchies (they may
 // be one combined hierarchy). NOT_FOUND if neither.
-absl::StatusOr<std::unique_ptr<CgroupDriver>> OpenCgroupDriver(const std::string& root);
+absl::StatusOr<std::unique_ptr<CgroupDriver>> OpenCgroupDriver(const std::string& root,
+                                                               Clock* clock = RealClock::Get());
 
 // Exposed for tests of the driver on fake trees; OpenCgroupDriver picks one.
-std::unique_ptr<CgroupDriver> NewCgroupV1Driver(const std::string& root);
-std::unique_ptr<CgroupDriver> NewCgroupV2Driver(const std::string& root);
+std::unique_ptr<CgroupDriver> NewCgroupV1Driver(const std::string& root, Clock* clock = RealClock::Get());
+std::unique_ptr<CgroupDriver> NewCgroupV2Driver(const std::string& root, Clock* clock = RealClock::Get());
 
 // Small helpers over cgroup files (also used by the extension for /proc).
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path);

@@ -104,11 +104,16 @@ inline v1::TaskRun Sh(const std::string& id, const std::string& script, Mode mod
 }
 
 // Waits until the supervisor's loop has carried out everything asked of it
-// before this call (recovery, stops, kills): it starts a marker run and waits
-// for it to be ACTIVE, which the loop does in order after earlier work. For
-// tests that check that something was NOT done.
-inline void Barrier(Supervisor& sup, std::vector<v1::TaskRun> desired, const std::string& marker = "barrier") {
+// before this call (recovery, stops, extensions' kills): it adds a new marker
+// run to `desired` and waits for it to be ACTIVE, which the loop does in
+// order after earlier work. For tests that check that something was NOT
+// done. Markers are production priority (never chosen for eviction) and
+// stay desired until the next SetDesired leaves them out.
+inline void Barrier(Supervisor& sup, std::vector<v1::TaskRun> desired) {
+  static int markers = 0;
+  const std::string marker = absl::StrCat("barrier.", ++markers);
   desired.push_back(MakeRun(marker, {"sleep", "1000"}));
+  desired.back().set_priority(200);
   sup.SetDesired(desired);
   uint64_t version = 0;
   const int64_t deadline = NowMs() + 30'000;
