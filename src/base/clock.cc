@@ -2,17 +2,9 @@
 
 namespace herd {
 
-int64_t RealClock::NowMs() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+int64_t RealClock::NowMs() const { return WallNowMs(); }
 
-int64_t RealClock::MonotonicMs() const {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+int64_t RealClock::MonotonicMs() const { return SteadyNowMs(); }
 
 RealClock* RealClock::Get() {
   static RealClock clock;

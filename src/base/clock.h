@@ -8,6 +8,18 @@
 
 namespace herd {
 
+// The machine's clocks, read directly: for code that must use real time
+// (deadlines of real I/O, herd-shim, which links nothing of Herd) and for
+// RealClock. Everything that can take a Clock* should.
+inline int64_t SteadyNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+inline int64_t WallNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 class Clock {
  public:
   virtual ~Clock() = default;

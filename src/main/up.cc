@@ -1,7 +1,7 @@
+#include "base/signals.h"
 #include "main/up.h"
 
 #include <fcntl.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -25,9 +25,6 @@ namespace herd {
 namespace fs = std::filesystem;
 
 namespace {
-
-sem_t g_stop;
-void OnSignal(int) { sem_post(&g_stop); }
 
 std::string SelfExe() {
   std::error_code ec;
@@ -226,21 +223,11 @@ int RunUp(const UpOptions& o) {
                                   : "Stop it with Ctrl-C.\n");
   report(text, true);
 
-  sem_init(&g_stop, 0, 0);
-  signal(SIGINT, OnSignal);
-  signal(SIGTERM, OnSignal);
-  signal(SIGHUP, o.detach ? SIG_IGN : OnSignal);
+  InstallStopSignalHandlers(o.detach ? Hangup::kIgnore : Hangup::kStop);
   // Watch the children: report any that exits on its own. It is not
   // restarted, so failures stay visible (restart the cell to bring it back).
   while (true) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 500'000'000;
-    if (ts.tv_nsec >= 1'000'000'000) {
-      ts.tv_sec += 1;
-      ts.tv_nsec -= 1'000'000'000;
-    }
-    if (sem_timedwait(&g_stop, &ts) == 0) break;
+    if (WaitForStopSignal(500) != 0) break;
     int status = 0;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {

@@ -23,6 +23,7 @@
 #include "absl/strings/strip.h"
 #include "agent/runtime/process.h"
 #include "base/status.h"
+#include "base/errno_status.h"
 
 namespace herd::agent {
 namespace {
@@ -99,7 +100,7 @@ absl::Status RemoveTree(const std::string& path) {
     fs::remove_all(path, ec);
     if (!ec) return absl::OkStatus();
   }
-  return absl::InternalError(absl::StrCat("rmdir ", path, ": ", strerror(errno)));
+  return ErrnoToStatus(errno, absl::StrCat("rmdir ", path));
 }
 
 // Kills every live process listed in `procs_files` until none is left or
@@ -301,7 +302,7 @@ class V2Driver : public CgroupDriver {
       HERD_RETURN_IF_ERROR(EnableControllers(dir));
       dir = absl::StrCat(dir, "/", part);
       if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-        return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", strerror(errno)));
+        return ErrnoToStatus(errno, absl::StrCat("mkdir ", dir));
       }
     }
     return absl::OkStatus();
@@ -422,9 +423,7 @@ int64_t SharesToWeight(int64_t shares) {
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    int err = errno;
-    std::string msg = absl::StrCat(path, ": ", strerror(err));
-    return err == ENOENT ? absl::NotFoundError(msg) : absl::InternalError(msg);
+    return ErrnoToStatus(errno, path);
   }
   std::string out;
   char buf[4096];
@@ -442,12 +441,12 @@ absl::Status WriteCgroupFile(const std::string& path, absl::string_view value) {
   // O_TRUNC as a shell's "echo v > file": ignored by cgroupfs, and keeps a
   // fake tree's files holding the last value written.
   int fd = open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0) return absl::InternalError(absl::StrCat("open ", path, ": ", strerror(errno)));
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
   ssize_t n = write(fd, value.data(), value.size());
   int err = errno;
   close(fd);
   if (n != static_cast<ssize_t>(value.size())) {
-    return absl::InternalError(absl::StrCat("write '", value, "' to ", path, ": ", strerror(err)));
+    return ErrnoToStatus(err, absl::StrCat("write '", value, "' to ", path));
   }
   return absl::OkStatus();
 }

@@ -16,28 +16,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/runtime/shim_protocol.h"
+#include "base/clock.h"
+#include "base/errno_status.h"
 
 namespace herd::agent {
-namespace {
-
-int64_t MonoMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string DefaultShimPath() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "herd-shim";
-  std::string exe(buf, static_cast<size_t>(n));
-  return exe.substr(0, exe.rfind('/') + 1) + "herd-shim";
-}
-
-absl::Status Errno(int err, absl::string_view what) {
-  return absl::InternalError(absl::StrCat(what, ": ", strerror(err)));
-}
-
-}  // namespace
 
 absl::StatusOr<InRunProcess> SpawnInRun(const InRunOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("empty command");
@@ -81,9 +63,9 @@ absl::StatusOr<InRunProcess> SpawnInRun(const InRunOptions& options) {
   so.env = std::move(env);
 
   int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return Errno(errno, "pipe");
+  if (pipe2(out, O_CLOEXEC) != 0) return ErrnoToStatus(errno, "pipe");
   Fd out_r(out[0]), out_w(out[1]);
-  if (pipe2(err, O_CLOEXEC) != 0) return Errno(errno, "pipe");
+  if (pipe2(err, O_CLOEXEC) != 0) return ErrnoToStatus(errno, "pipe");
   Fd err_r(err[0]), err_w(err[1]);
   so.stdout_fd = out_w.get();
   so.stderr_fd = err_w.get();
@@ -113,7 +95,7 @@ absl::StatusOr<InRunResult> RunInRun(const InRunOptions& options, int64_t timeou
   if (!spawned.ok()) return spawned.status();
   InRunProcess& p = *spawned;
   InRunResult result;
-  const int64_t deadline = timeout_ms > 0 ? MonoMs() + timeout_ms : 0;
+  const int64_t deadline = timeout_ms > 0 ? SteadyNowMs() + timeout_ms : 0;
   bool killed = false;
   auto kill_all = [&] {
     if (killed) return;
@@ -144,7 +126,7 @@ absl::StatusOr<InRunResult> RunInRun(const InRunOptions& options, int64_t timeou
       fds[n++] = {p.pidfd.get(), POLLIN, 0};
     }
     if (n == 0) break;
-    const int64_t now = MonoMs();
+    const int64_t now = SteadyNowMs();
     if (deadline > 0 && now >= deadline && !killed) {
       result.timed_out = true;
       kill_all();
@@ -159,7 +141,7 @@ absl::StatusOr<InRunResult> RunInRun(const InRunOptions& options, int64_t timeou
     if (deadline > 0 && !killed) wait = std::min<int64_t>(wait, deadline - now);
     if (drain_until > 0) wait = std::min<int64_t>(wait, drain_until - now);
     int r = poll(fds, static_cast<nfds_t>(n), static_cast<int>(std::max<int64_t>(0, wait)));
-    if (r < 0 && errno != EINTR) return Errno(errno, "poll");
+    if (r < 0 && errno != EINTR) return ErrnoToStatus(errno, "poll");
     for (int i = 0; i < n && r > 0; ++i) {
       if (fds[i].revents == 0) continue;
       if (which[i] == 2) {
@@ -183,7 +165,7 @@ absl::StatusOr<InRunResult> RunInRun(const InRunOptions& options, int64_t timeou
   }
   int status = 0;
   while (waitpid(p.pid, &status, 0) < 0) {
-    if (errno != EINTR) return Errno(errno, "waitpid");
+    if (errno != EINTR) return ErrnoToStatus(errno, "waitpid");
   }
   if (WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);

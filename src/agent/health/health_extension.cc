@@ -14,10 +14,9 @@
 namespace herd::agent {
 namespace {
 
-int64_t MonoMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// Workers re-read the clock at least this often, so that a clock that is
+// not the machine's (a test's ManualClock) is seen to move.
+constexpr int64_t kMaxWaitMs = 1'000;
 
 }  // namespace
 
@@ -95,7 +94,7 @@ void HealthExtension::Started(const RunView& run, bool recovered) {
   c.health.Clear();  // a new attempt starts unknown, with no failures
   // An adopted task already ran its initial delay under the previous agent;
   // it still waits one: the new agent does not know how long ago it started.
-  c.next_mono_ms = MonoMs() + std::max<int64_t>(0, c.spec.initial_delay_ms());
+  c.next_mono_ms = options_.clock->MonotonicMs() + std::max<int64_t>(0, c.spec.initial_delay_ms());
   wake_.SignalAll();
 }
 
@@ -122,7 +121,7 @@ void HealthExtension::Describe(const RunView& run, v1::RunStatus* status) const 
 void HealthExtension::Worker() {
   absl::MutexLock l(&mu_);
   while (!stopping_) {
-    const int64_t now = MonoMs();
+    const int64_t now = options_.clock->MonotonicMs();
     auto due = checks_.end();
     int64_t next = std::numeric_limits<int64_t>::max();
     for (auto it = checks_.begin(); it != checks_.end(); ++it) {
@@ -134,7 +133,7 @@ void HealthExtension::Worker() {
       }
     }
     if (due == checks_.end() || next > now) {
-      int64_t wait_ms = due == checks_.end() ? 60'000 : next - now;
+      int64_t wait_ms = std::min(kMaxWaitMs, due == checks_.end() ? kMaxWaitMs : next - now);
       wake_.WaitWithTimeout(&mu_, absl::Milliseconds(wait_ms));
       continue;
     }
@@ -151,7 +150,7 @@ void HealthExtension::Worker() {
     it->second.in_flight = false;
     // Intervals are measured from the end of a probe: a slow endpoint is
     // not probed back to back.
-    it->second.next_mono_ms = MonoMs() + IntervalMs(it->second.spec);
+    it->second.next_mono_ms = options_.clock->MonotonicMs() + IntervalMs(it->second.spec);
     if (!stopping_ && it->second.attempt == copy.attempt) Record(run_id, copy.attempt, result);
     wake_.SignalAll();  // another worker may have skipped this check while it was in flight
   }

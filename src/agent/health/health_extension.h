@@ -26,6 +26,7 @@
 #include "agent/health/probes.h"
 #include "agent/runtime/process.h"
 #include "agent/supervisor/extension.h"
+#include "base/clock.h"
 
 namespace herd::agent {
 
@@ -44,6 +45,9 @@ class HealthExtension : public Extension {
     int64_t default_interval_ms = 10'000;
     int64_t default_timeout_ms = 1'000;
     int32_t default_failure_threshold = 3;
+    // When checks are due (initial delay, interval). A probe's own timeout
+    // bounds real I/O and always runs on real time.
+    Clock* clock = RealClock::Get();
   };
 
   explicit HealthExtension(Options options);

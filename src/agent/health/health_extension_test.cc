@@ -7,9 +7,11 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -49,13 +51,14 @@ class HealthTest : public SupervisorFixture {
     SupervisorFixture::SetUp();
     std::filesystem::permissions(root_, std::filesystem::perms::others_exec, std::filesystem::perm_options::add);
   }
-  std::unique_ptr<Supervisor> NewWithHealth(int threads = 2) {
+  std::unique_ptr<Supervisor> NewWithHealth(int threads = 2, Clock* health_clock = RealClock::Get()) {
     int32_t base = FreeRange(20);
     auto allocator = std::make_shared<PortAllocator>(base, base + 19);
     auto ports = std::make_shared<PortsExtension>(allocator);
     HealthExtension::Options ho;
     ho.ports = [ports](const std::string& run, const std::string& name) { return ports->PortOf(run, name); };
     ho.threads = threads;
+    ho.clock = health_clock;
     health_ = std::make_shared<HealthExtension>(ho);
     Supervisor::Options opts;
     opts.extensions = {ports, health_};
@@ -175,29 +178,44 @@ TEST_F(HealthTest, TimeoutIsHonoured) {
   int64_t took = NowMs() - t0;
   ASSERT_TRUE(s);
   EXPECT_TRUE(absl::StrContains(s->message(), "timed out after 300ms (")) << s->message();
-  // Three probes of 300ms, 50ms apart: about 1s, surely under 5s (the first
-  // may be refused at once if the server is not listening yet).
+  // Three probes of 300ms, 50ms apart (the first may be refused at once if
+  // the server is not listening yet): not sooner than two timeouts.
   EXPECT_GE(took, 600);
-  EXPECT_LT(took, 5000);
 }
 
 TEST_F(HealthTest, InitialDelayAndNoCheckMeansNoHealth) {
-  sup_ = NewWithHealth();
-  v1::TaskRun late = MakeRun("health.late", {"sleep", "1000"});
-  late.add_port_names("svc");
-  late.mutable_health_check()->mutable_tcp()->set_port("svc");
-  late.mutable_health_check()->set_interval_ms(50);
-  late.mutable_health_check()->set_failure_threshold(1);
-  late.mutable_health_check()->set_initial_delay_ms(60'000);
+  // Checks fall due on a ManualClock: "early" (no initial delay) is probed
+  // each time the test moves time on by its interval, which shows the
+  // workers at work; "late" must not be probed until its delay has passed.
+  sup_ = NewWithHealth(2, &manual_clock_);
+  auto tcp_check = [](v1::TaskRun run, int64_t delay_ms) {
+    run.add_port_names("svc");  // nothing listens on it: every probe fails
+    run.mutable_health_check()->mutable_tcp()->set_port("svc");
+    run.mutable_health_check()->set_interval_ms(10'000);
+    run.mutable_health_check()->set_failure_threshold(1000);
+    run.mutable_health_check()->set_initial_delay_ms(delay_ms);
+    return run;
+  };
+  v1::TaskRun early = tcp_check(MakeRun("health.early", {"sleep", "1000"}), 0);
+  v1::TaskRun late = tcp_check(MakeRun("health.late", {"sleep", "1000"}), 60'000);
   v1::TaskRun none = MakeRun("health.none", {"sleep", "1000"});
-  sup_->SetDesired({late, none});
-  ASSERT_TRUE(WaitFor(*sup_, late.run_id(), IsActive));
-  ASSERT_TRUE(WaitFor(*sup_, none.run_id(), IsActive));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  sup_->SetDesired({early, late, none});
+  for (const v1::TaskRun* r : {&early, &late, &none}) ASSERT_TRUE(WaitFor(*sup_, r->run_id(), IsActive));
+  auto failures = [&](const v1::TaskRun& run) { return Find(*sup_, run.run_id())->health().consecutive_failures(); };
+  ASSERT_TRUE(Eventually([&] { return failures(early) >= 1; }));
+  for (int step = 1; step <= 3; ++step) {  // 30 s of checks, all within late's delay
+    const int before = failures(early);
+    manual_clock_.AdvanceMs(10'000);
+    ASSERT_TRUE(Eventually([&] { return failures(early) > before; })) << "step " << step;
+  }
   std::optional<v1::RunStatus> s = Find(*sup_, late.run_id());
   EXPECT_EQ(s->health().state(), v1::Health::STATE_UNSPECIFIED);
-  EXPECT_EQ(s->health().consecutive_failures(), 0) << "not probed during its initial delay";
+  EXPECT_EQ(s->health().consecutive_failures(), 0) << "probed during its initial delay";
   EXPECT_EQ(s->phase(), v1::Task::ACTIVE);
+  EXPECT_FALSE(Find(*sup_, none.run_id())->has_health());
+  // Past its delay, it is probed.
+  manual_clock_.AdvanceMs(30'001);
+  EXPECT_TRUE(Eventually([&] { return failures(late) >= 1; }));
   EXPECT_FALSE(Find(*sup_, none.run_id())->has_health());
 }
 
@@ -215,15 +233,25 @@ TEST_F(HealthTest, CheckOnAPortTheTaskDoesNotAskForIsRefused) {
 TEST_F(HealthTest, ShutdownDoesNotWaitForAHangingProbe) {
   sup_ = NewWithHealth(/*threads=*/1);
   v1::TaskRun run = Sh("health.slow", "exec sleep 1000");
-  run.mutable_health_check()->mutable_command()->add_argv("sleep");
-  run.mutable_health_check()->mutable_command()->add_argv("60");
-  run.mutable_health_check()->set_timeout_ms(60'000);
+  // The probe says it has started (in the task's directory), then takes ten
+  // minutes.
+  run.mutable_health_check()->mutable_command()->add_argv("sh");
+  run.mutable_health_check()->mutable_command()->add_argv("-c");
+  run.mutable_health_check()->mutable_command()->add_argv("touch probing; exec sleep 600");
+  run.mutable_health_check()->set_timeout_ms(600'000);
   sup_->SetDesired({run});
   ASSERT_TRUE(WaitFor(*sup_, run.run_id(), IsActive));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the probe is running
-  int64_t t0 = NowMs();
-  sup_.reset();
-  EXPECT_LT(NowMs() - t0, 2000);
+  WaitForFile(RunDirOf(run.run_id()) + "/sandbox/probing");
+  // Shutting down ends the probe instead of waiting out its ten minutes (the
+  // bound on this wait only bounds a failure).
+  std::atomic<bool> done{false};
+  std::thread shutdown([&] {
+    sup_.reset();
+    done = true;
+  });
+  const bool prompt = Eventually([&] { return done.load(); }, std::chrono::seconds(60));
+  EXPECT_TRUE(prompt) << "Shutdown waited for a hanging probe";
+  shutdown.join();
 }
 
 }  // namespace

@@ -21,14 +21,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/runtime/shim_protocol.h"
+#include "base/clock.h"
 
 namespace herd::agent {
 namespace {
-
-int64_t MonoMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // How much of a command's output the message quotes.
 constexpr size_t kOutputQuote = 200;
@@ -38,7 +34,7 @@ enum class Wait { kReady, kTimeout, kCancelled, kError };
 // Waits until `fd` has `events`, the deadline passes or cancel_fd fires.
 Wait WaitFd(int fd, short events, int64_t deadline, int cancel_fd) {
   while (true) {
-    int64_t left = deadline - MonoMs();
+    int64_t left = deadline - SteadyNowMs();
     if (left <= 0) return Wait::kTimeout;
     struct pollfd fds[2] = {{fd, events, 0}, {cancel_fd, POLLIN, 0}};
     int r = poll(fds, cancel_fd >= 0 ? 2 : 1, static_cast<int>(left));
@@ -113,7 +109,7 @@ std::string Quote(std::string s) {
 }  // namespace
 
 ProbeResult ProbeTcp(int32_t port, int64_t timeout_ms, int cancel_fd) {
-  const int64_t deadline = MonoMs() + timeout_ms;
+  const int64_t deadline = SteadyNowMs() + timeout_ms;
   ProbeResult r;
   Fd fd = Connect(port, deadline, cancel_fd, timeout_ms, &r.message);
   if (!fd.valid()) return r;
@@ -124,7 +120,7 @@ ProbeResult ProbeTcp(int32_t port, int64_t timeout_ms, int cancel_fd) {
 }
 
 ProbeResult ProbeHttp(int32_t port, const std::string& path_in, int64_t timeout_ms, int cancel_fd) {
-  const int64_t deadline = MonoMs() + timeout_ms;
+  const int64_t deadline = SteadyNowMs() + timeout_ms;
   const std::string path = path_in.empty() ? "/" : (path_in[0] == '/' ? path_in : "/" + path_in);
   const std::string what = absl::StrCat("GET ", path);
   ProbeResult r;
@@ -192,7 +188,7 @@ ProbeResult ProbeHttp(int32_t port, const std::string& path_in, int64_t timeout_
 }
 
 ProbeResult ProbeCommand(const InRunOptions& options, int64_t timeout_ms, int cancel_fd) {
-  const int64_t deadline = MonoMs() + timeout_ms;
+  const int64_t deadline = SteadyNowMs() + timeout_ms;
   ProbeResult r;
   absl::StatusOr<InRunProcess> spawned = SpawnInRun(options);
   if (!spawned.ok()) {
@@ -209,7 +205,7 @@ ProbeResult ProbeCommand(const InRunOptions& options, int64_t timeout_ms, int ca
   // Until it exits; its pipes are read as it goes so it never blocks on a
   // full pipe. Whatever it leaves running in its group is killed with it.
   while (!exited) {
-    int64_t left = deadline - MonoMs();
+    int64_t left = deadline - SteadyNowMs();
     if (left <= 0) {
       ended_why = absl::StrCat("timed out after ", timeout_ms, "ms");
       break;

@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/runtime/process.h"
+#include "base/errno_status.h"
 
 namespace herd::agent {
 namespace {
@@ -57,7 +58,7 @@ class Sink {
  public:
   absl::Status Open(const std::string& dest) {
     fd_.Reset(open(dest.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (!fd_.valid()) return absl::InternalError(absl::StrCat("create ", dest, ": ", strerror(errno)));
+    if (!fd_.valid()) return ErrnoToStatus(errno, absl::StrCat("create ", dest));
     dest_ = dest;
     return absl::OkStatus();
   }
@@ -67,14 +68,14 @@ class Sink {
     while (n > 0) {
       ssize_t w = write(fd_.get(), p, n);
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return absl::InternalError(absl::StrCat("write ", dest_, ": ", strerror(errno)));
+      if (w < 0) return ErrnoToStatus(errno, absl::StrCat("write ", dest_));
       p += w;
       n -= static_cast<size_t>(w);
     }
     return absl::OkStatus();
   }
   absl::StatusOr<Fetched> Finish() {
-    if (fsync(fd_.get()) != 0) return absl::InternalError(absl::StrCat("fsync ", dest_, ": ", strerror(errno)));
+    if (fsync(fd_.get()) != 0) return ErrnoToStatus(errno, absl::StrCat("fsync ", dest_));
     fd_.Reset();
     return Fetched{hasher_.Hex(), size_};
   }
@@ -91,8 +92,7 @@ bool Stopped(const std::atomic<bool>* stop) { return stop != nullptr && stop->lo
 absl::StatusOr<Fetched> FetchFile(const std::string& path, const std::string& dest, const std::atomic<bool>* stop) {
   Fd in(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!in.valid()) {
-    std::string msg = absl::StrCat("open ", path, ": ", strerror(errno));
-    return errno == ENOENT ? absl::NotFoundError(msg) : absl::InternalError(msg);
+    return ErrnoToStatus(errno, absl::StrCat("open ", path));
   }
   Sink sink;
   if (absl::Status st = sink.Open(dest); !st.ok()) return st;
@@ -101,7 +101,7 @@ absl::StatusOr<Fetched> FetchFile(const std::string& path, const std::string& de
     if (Stopped(stop)) return absl::CancelledError("agent stopping");
     ssize_t n = read(in.get(), buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return absl::InternalError(absl::StrCat("read ", path, ": ", strerror(errno)));
+    if (n < 0) return ErrnoToStatus(errno, absl::StrCat("read ", path));
     if (n == 0) break;
     if (absl::Status st = sink.Write(buf.data(), static_cast<size_t>(n)); !st.ok()) return st;
   }
@@ -138,14 +138,14 @@ absl::StatusOr<size_t> ReadSome(int fd, char* buf, size_t n, const std::atomic<b
     if (Stopped(stop)) return absl::CancelledError("agent stopping");
     struct pollfd p = {fd, POLLIN, 0};
     int r = poll(&p, 1, 200);
-    if (r < 0 && errno != EINTR) return absl::InternalError(absl::StrCat("poll: ", strerror(errno)));
+    if (r < 0 && errno != EINTR) return ErrnoToStatus(errno, "poll");
     if (r <= 0) {
       if ((waited += 200) >= kIdleTimeoutMs) return absl::UnavailableError("timed out waiting for the server");
       continue;
     }
     ssize_t got = read(fd, buf, n);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return absl::UnavailableError(absl::StrCat("read: ", strerror(errno)));
+    if (got < 0) return ErrnoToStatus(errno, "read");
     return static_cast<size_t>(got);
   }
 }
@@ -184,7 +184,7 @@ absl::StatusOr<Fetched> FetchHttp(const std::string& url, const std::string& des
   for (size_t off = 0; off < req.size();) {
     ssize_t w = send(conn->get(), req.data() + off, req.size() - off, MSG_NOSIGNAL);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return absl::UnavailableError(absl::StrCat("send to ", u->host, ": ", strerror(errno)));
+    if (w < 0) return ErrnoToStatus(errno, absl::StrCat("send to ", u->host));
     off += static_cast<size_t>(w);
   }
   std::string buf(1 << 16, '\0');
@@ -284,7 +284,7 @@ absl::Status Untar(const std::string& archive, const std::string& dir) {
   if (!pid.ok()) return pid.status();
   int status = 0;
   while (waitpid(*pid, &status, 0) < 0) {
-    if (errno != EINTR) return absl::InternalError(absl::StrCat("waitpid tar: ", strerror(errno)));
+    if (errno != EINTR) return ErrnoToStatus(errno, "waitpid tar");
   }
   absl::StatusOr<std::string> errors = ReadFile(o.stderr_path);
   unlink(o.stderr_path.c_str());

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/packages/packages_extension.h"
 #include "agent/runtime/shim_protocol.h"
+#include "base/errno_status.h"
 
 namespace herd::agent {
 
@@ -72,7 +73,7 @@ absl::Status IsolationExtension::Prepare(const RunView& run, AttemptSetup* setup
     }
     for (const std::string& d : dirs) {
       if (lchown(d.c_str(), pw.pw_uid, pw.pw_gid) != 0 && errno != ENOENT) {
-        return absl::InternalError(absl::StrCat("chown ", d, " to ", iso.user(), ": ", strerror(errno)));
+        return ErrnoToStatus(errno, absl::StrCat("chown ", d, " to ", iso.user()));
       }
     }
   }

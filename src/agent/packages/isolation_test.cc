@@ -36,11 +36,8 @@ class IsolationTest : public SupervisorFixture {
   }
 
   std::string WaitForOutput(const std::string& path) {
-    int64_t deadline = NowMs() + 10'000;
     std::string out;
-    while (((out = Slurp(path)).empty() || out.back() != '\n') && NowMs() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    Eventually([&] { return !(out = Slurp(path)).empty() && out.back() == '\n'; });
     return out;
   }
 };
@@ -76,11 +73,7 @@ TEST_F(IsolationTest, RunsAsTheUserAndOwnsItsSandbox) {
   ASSERT_TRUE(WaitFor(*sup_, r.run_id(), IsActive));
   std::string out = WaitForOutput(RunDirOf(r.run_id()) + "/stdout");
   out = WaitFor(*sup_, r.run_id(), IsActive) ? Slurp(RunDirOf(r.run_id()) + "/stdout") : out;
-  int64_t deadline = NowMs() + 5000;
-  while (!absl::StrContains(out, "wrote") && NowMs() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    out = Slurp(RunDirOf(r.run_id()) + "/stdout");
-  }
+  Eventually([&] { return absl::StrContains(out = Slurp(RunDirOf(r.run_id()) + "/stdout"), "wrote"); });
   EXPECT_EQ(out, absl::StrCat("uid=", nobody->pw_uid, " gid=", nobody->pw_gid, "\nwrote\n"));
   struct stat st;
   ASSERT_EQ(stat((RunDirOf(r.run_id()) + "/sandbox/work/dir/mine").c_str(), &st), 0);
@@ -117,10 +110,7 @@ TEST_F(IsolationTest, RootBuiltFromPackages) {
   // Released: the root goes with the run.
   sup_->SetDesired({});
   WaitFor(*sup_, r.run_id(), IsGone);
-  int64_t deadline = NowMs() + 5000;
-  while (std::filesystem::exists(RunDirOf(r.run_id()) + "/root") && NowMs() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  Eventually([&] { return !std::filesystem::exists(RunDirOf(r.run_id()) + "/root"); });
   EXPECT_FALSE(std::filesystem::exists(RunDirOf(r.run_id()) + "/root"));
 }
 

@@ -16,6 +16,7 @@
 #include "agent/runtime/process.h"
 #include "base/log.h"
 #include "base/status.h"
+#include "base/errno_status.h"
 
 namespace herd::agent {
 namespace {
@@ -134,7 +135,7 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
   std::error_code ec;
   auto cleanup = [&] { fs::remove_all(tmp, ec); };
   if (mkdir(tmp.c_str(), 0755) != 0 || mkdir((tmp + "/root").c_str(), 0755) != 0) {
-    absl::Status st = absl::InternalError(absl::StrCat("mkdir ", tmp, ": ", strerror(errno)));
+    absl::Status st = ErrnoToStatus(errno, absl::StrCat("mkdir ", tmp));
     cleanup();
     return st;
   }
@@ -167,7 +168,7 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
     return st;
   }
   if (rename(tmp.c_str(), PathOf(sha).c_str()) != 0) {
-    absl::Status st = absl::InternalError(absl::StrCat("rename ", tmp, ": ", strerror(errno)));
+    absl::Status st = ErrnoToStatus(errno, absl::StrCat("rename ", tmp));
     cleanup();
     return st;
   }

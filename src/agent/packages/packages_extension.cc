@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
 #include "base/status.h"
+#include "base/errno_status.h"
 
 namespace herd::agent {
 namespace {
@@ -31,13 +32,13 @@ absl::Status CopyTree(const std::string& from, const std::string& to) {
     const std::string src = it->path().string();
     const std::string dst = to + src.substr(from.size());
     struct stat st;
-    if (lstat(src.c_str(), &st) != 0) return absl::InternalError(absl::StrCat("lstat ", src, ": ", strerror(errno)));
+    if (lstat(src.c_str(), &st) != 0) return ErrnoToStatus(errno, absl::StrCat("lstat ", src));
     struct stat existing;
     const bool exists = lstat(dst.c_str(), &existing) == 0;
     if (S_ISDIR(st.st_mode)) {
       if (exists && !S_ISDIR(existing.st_mode)) unlink(dst.c_str());
       if ((!exists || !S_ISDIR(existing.st_mode)) && mkdir(dst.c_str(), st.st_mode & 07777) != 0) {
-        return absl::InternalError(absl::StrCat("mkdir ", dst, ": ", strerror(errno)));
+        return ErrnoToStatus(errno, absl::StrCat("mkdir ", dst));
       }
       continue;
     }
@@ -53,11 +54,11 @@ absl::Status CopyTree(const std::string& from, const std::string& to) {
       std::string target(PATH_MAX, '\0');
       ssize_t n = readlink(src.c_str(), target.data(), target.size());
       if (n < 0 || symlink(target.substr(0, static_cast<size_t>(n)).c_str(), dst.c_str()) != 0) {
-        return absl::InternalError(absl::StrCat("symlink ", dst, ": ", strerror(errno)));
+        return ErrnoToStatus(errno, absl::StrCat("symlink ", dst));
       }
     } else if (link(src.c_str(), dst.c_str()) != 0) {
       if (errno != EXDEV && errno != EPERM && errno != EMLINK) {
-        return absl::InternalError(absl::StrCat("link ", dst, ": ", strerror(errno)));
+        return ErrnoToStatus(errno, absl::StrCat("link ", dst));
       }
       fs::copy_file(src, dst, fs::copy_options::overwrite_existing, ec);
       if (ec) return absl::InternalError(absl::StrCat("copy ", src, ": ", ec.message()));
@@ -79,7 +80,7 @@ absl::Status BuildRoot(const std::string& root, const std::vector<std::string>& 
   std::error_code ec;
   unlink(RootReadyMarker(root).c_str());
   fs::remove_all(root, ec);
-  if (mkdir(root.c_str(), 0755) != 0) return absl::InternalError(absl::StrCat("mkdir ", root, ": ", strerror(errno)));
+  if (mkdir(root.c_str(), 0755) != 0) return ErrnoToStatus(errno, absl::StrCat("mkdir ", root));
   for (const std::string& tree : trees) HERD_RETURN_IF_ERROR(CopyTree(tree, root));
   // Mount points for herd-shim --root (shim_protocol.h) and --bind.
   for (const char* d : {"proc", "dev", "sandbox", "tmp"}) {
@@ -87,7 +88,7 @@ absl::Status BuildRoot(const std::string& root, const std::vector<std::string>& 
     struct stat st;
     if (lstat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) unlink(path.c_str());
     if (mkdir(path.c_str(), strcmp(d, "tmp") == 0 ? 01777 : 0755) != 0 && errno != EEXIST) {
-      return absl::InternalError(absl::StrCat("mkdir ", path, ": ", strerror(errno)));
+      return ErrnoToStatus(errno, absl::StrCat("mkdir ", path));
     }
   }
   chmod((root + "/tmp").c_str(), 01777);
@@ -254,7 +255,7 @@ absl::Status PackagesExtension::Prepare(const RunView& run, AttemptSetup* setup)
   // Symlinks in the sandbox to the cached trees.
   const std::string dir = run.dir.Sandbox() + "/packages";
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", strerror(errno)));
+    return ErrnoToStatus(errno, absl::StrCat("mkdir ", dir));
   }
   for (int i = 0; i < run.spec.packages_size(); ++i) {
     const v1::Package& p = run.spec.packages(i);
@@ -264,7 +265,7 @@ absl::Status PackagesExtension::Prepare(const RunView& run, AttemptSetup* setup)
     const std::string link = dir + "/" + p.name();
     unlink(link.c_str());  // a restart, or the package was evicted and fetched again
     if (symlink(trees[i].c_str(), link.c_str()) != 0) {
-      return absl::InternalError(absl::StrCat("symlink ", link, ": ", strerror(errno)));
+      return ErrnoToStatus(errno, absl::StrCat("symlink ", link));
     }
     setup->env["HERD_PACKAGE_" + PackageEnvName(p.name())] = link;
   }

@@ -41,10 +41,11 @@ class PackagesTest : public SupervisorFixture {
     sup_ = New(opts);
   }
 
-  std::unique_ptr<PackageCache> OpenCache(int64_t budget) {
+  std::unique_ptr<PackageCache> OpenCache(int64_t budget, Clock* clock = RealClock::Get()) {
     PackageCache::Options o;
     o.dir = root_ + "/packages";
     o.budget_bytes = budget;
+    o.clock = clock;
     absl::StatusOr<std::unique_ptr<PackageCache>> c = PackageCache::Open(o);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *std::move(c) : nullptr;
@@ -68,11 +69,8 @@ class PackagesTest : public SupervisorFixture {
   }
 
   std::string StdoutOf(const std::string& id, const std::string& want) {
-    int64_t deadline = NowMs() + 5000;
     std::string out;
-    while ((out = Slurp(RunDirOf(id) + "/stdout")) != want && NowMs() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    Eventually([&] { return (out = Slurp(RunDirOf(id) + "/stdout")) == want; });
     return out;
   }
 
@@ -112,13 +110,11 @@ TEST_F(PackagesTest, MissFetchesOnceThenHitsTheCache) {
   sup_->SetDesired({});
   WaitFor(*sup_, "pkg.a", IsGone);
   WaitFor(*sup_, "pkg.b", IsGone);
-  int64_t deadline = NowMs() + 5000;
-  while (NowMs() < deadline) {
+  Eventually([&] {
     poll.Clear();
     sup_->DescribeMachine(&poll);
-    if (poll.packages_size() == 1 && poll.packages(0).users() == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+    return poll.packages_size() == 1 && poll.packages(0).users() == 0;
+  });
   ASSERT_EQ(poll.packages_size(), 1);
   EXPECT_EQ(poll.packages(0).users(), 0);
 }
@@ -185,13 +181,16 @@ TEST_F(PackagesTest, HttpFetch) {
 
 TEST_F(PackagesTest, LruEvictionNeverEvictsAPackageInUse) {
   // Each package unpacks to 1000 bytes; the budget holds two.
-  std::unique_ptr<PackageCache> cache = OpenCache(2500);
+  // Use times come from a ManualClock, so "least recently used" does not
+  // depend on how fast the installs run.
+  std::unique_ptr<PackageCache> cache = OpenCache(2500, &manual_clock_);
   std::vector<v1::Package> pkgs;
   for (int i = 0; i < 4; ++i) pkgs.push_back(DataPackage(absl::StrCat("p", i), std::string(1000, 'a' + i)));
   ASSERT_TRUE(cache->Install(pkgs[0]).ok());
   cache->Ref(pkgs[0].sha256());  // in use, and the least recently used
+  manual_clock_.AdvanceMs(1000);
   ASSERT_TRUE(cache->Install(pkgs[1]).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  manual_clock_.AdvanceMs(1000);
   ASSERT_TRUE(cache->Install(pkgs[2]).ok());  // over budget: p1 (unused, LRU) goes
   auto names = [&] {
     std::vector<std::string> out;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -20,27 +21,21 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "agent/runtime/shim_protocol.h"
+#include "base/errno_status.h"
 
 namespace herd::agent {
 namespace {
 
-absl::Status ErrnoStatus(int err, absl::string_view what) {
-  std::string msg = absl::StrCat(what, ": ", strerror(err));
-  switch (err) {
-    case ENOENT:
-    case ESRCH:
-      return absl::NotFoundError(msg);
-    case EACCES:
-    case EPERM:
-      return absl::PermissionDeniedError(msg);
-    case EINVAL:
-      return absl::InvalidArgumentError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
-}
 
 }  // namespace
+
+std::string DefaultShimPath() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "herd-shim";
+  std::string exe(buf, static_cast<size_t>(n));
+  return exe.substr(0, exe.rfind('/') + 1) + "herd-shim";
+}
 
 Fd& Fd::operator=(Fd&& other) noexcept {
   if (this != &other) Reset(other.Release());
@@ -62,13 +57,13 @@ absl::StatusOr<ProcStat> ReadProcStat(pid_t pid) {
   if (pid <= 0) return absl::InvalidArgumentError("bad pid");
   std::string path = absl::StrCat("/proc/", pid, "/stat");
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, path);
+  if (fd < 0) return ErrnoToStatus(errno, path);
   char buf[1024];
   ssize_t n = read(fd, buf, sizeof(buf) - 1);
   int err = errno;
   close(fd);
   // A process that vanished between open and read gives ESRCH.
-  if (n <= 0) return ErrnoStatus(n < 0 ? err : ESRCH, path);
+  if (n <= 0) return ErrnoToStatus(n < 0 ? err : ESRCH, path);
   absl::string_view text(buf, static_cast<size_t>(n));
   // comm (field 2) may hold spaces and parentheses: parse after the last ')'.
   size_t close_paren = text.rfind(')');
@@ -98,7 +93,7 @@ bool IsRunning(const ProcessId& id) {
 
 absl::StatusOr<Fd> PidfdOpen(pid_t pid) {
   int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("pidfd_open(", pid, ")"));
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("pidfd_open(", pid, ")"));
   // pidfds are created O_CLOEXEC by the kernel.
   return Fd(fd);
 }
@@ -128,7 +123,7 @@ void ReapIfChild(int pidfd) {
 
 absl::Status SignalProcessGroup(pid_t pgid, int sig) {
   if (pgid <= 1) return absl::InvalidArgumentError(absl::StrCat("refusing to signal group ", pgid));
-  if (kill(-pgid, sig) != 0) return ErrnoStatus(errno, absl::StrCat("kill(-", pgid, ", ", sig, ")"));
+  if (kill(-pgid, sig) != 0) return ErrnoToStatus(errno, absl::StrCat("kill(-", pgid, ", ", sig, ")"));
   return absl::OkStatus();
 }
 
@@ -153,8 +148,8 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
   // so the common mistake gets a clear message.
   if (!options.cwd.empty()) {
     struct stat st;
-    if (stat(options.cwd.c_str(), &st) != 0) return ErrnoStatus(errno, absl::StrCat("chdir ", options.cwd));
-    if (!S_ISDIR(st.st_mode)) return ErrnoStatus(ENOTDIR, absl::StrCat("chdir ", options.cwd));
+    if (stat(options.cwd.c_str(), &st) != 0) return ErrnoToStatus(errno, absl::StrCat("chdir ", options.cwd));
+    if (!S_ISDIR(st.st_mode)) return ErrnoToStatus(ENOTDIR, absl::StrCat("chdir ", options.cwd));
   }
   const char* out = options.stdout_path.empty() ? "/dev/null" : options.stdout_path.c_str();
   const char* err = options.stderr_path.empty() ? "/dev/null" : options.stderr_path.c_str();
@@ -190,7 +185,7 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
   int rc = posix_spawn(&pid, options.path.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return ErrnoStatus(rc, absl::StrCat("spawn ", options.path));
+  if (rc != 0) return ErrnoToStatus(rc, absl::StrCat("spawn ", options.path));
   return pid;
 }
 
@@ -265,7 +260,7 @@ absl::StatusOr<TaskPidRecord> ReadTaskPidFile(const std::string& run_dir) {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, path);
+  if (fd < 0) return ErrnoToStatus(errno, path);
   Fd owned(fd);
   std::string out;
   char buf[8192];
@@ -273,7 +268,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     ssize_t n = read(fd, buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ErrnoStatus(errno, path);
+      return ErrnoToStatus(errno, path);
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
@@ -284,7 +279,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents) {
   std::string tmp = path + ".tmp";
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, tmp);
+  if (fd < 0) return ErrnoToStatus(errno, tmp);
   Fd owned(fd);
   const char* p = contents.data();
   size_t left = contents.size();
@@ -292,13 +287,13 @@ absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents
     ssize_t n = write(fd, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ErrnoStatus(errno, tmp);
+      return ErrnoToStatus(errno, tmp);
     }
     p += n;
     left -= static_cast<size_t>(n);
   }
   owned.Reset();
-  if (rename(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus(errno, "rename " + tmp);
+  if (rename(tmp.c_str(), path.c_str()) != 0) return ErrnoToStatus(errno, "rename " + tmp);
   return absl::OkStatus();
 }
 

@@ -98,6 +98,10 @@ struct SpawnOptions {
   bool own_process_group = false;
 };
 
+// herd-shim next to the running executable (the agent's, or a test's):
+// where the shim is looked for when no path is configured.
+std::string DefaultShimPath();
+
 // Starts a program (posix_spawn) with stdin from /dev/null, every fd above 2
 // closed, and the signal mask and dispositions reset. Returns once the
 // program has exec'd; a chdir or exec failure is returned as an error

@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "testing/eventually.h"
 
 namespace herd::agent {
 namespace {
@@ -205,20 +206,18 @@ TEST_F(ProcessTest, ShimIgnoresTermAndTaskDefaultsSignals) {
   absl::StatusOr<pid_t> shim = Spawn(o);
   ASSERT_TRUE(shim.ok());
   absl::StatusOr<TaskPidRecord> pids;
-  for (int i = 0; i < 500 && !(pids = ReadTaskPidFile(dir_)).ok(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_TRUE(pids.ok());
+  ASSERT_TRUE(::herd::testing::Eventually([&] { return (pids = ReadTaskPidFile(dir_)).ok(); })) << pids.status();
   EXPECT_EQ(pids->shim.pid, *shim);
   EXPECT_EQ(getpgid(pids->task.pid), pids->task.pid);
   EXPECT_EQ(getsid(*shim), *shim);  // the shim leads its own session
   kill(*shim, SIGTERM);
   kill(*shim, SIGHUP);
   kill(*shim, SIGINT);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_TRUE(IsRunning(pids->shim));
+  // The shim outlives them: it is still there to see its task end (later
+  // than the signals) and to exit normally after writing how it ended.
   ASSERT_TRUE(SignalProcessGroup(pids->task.pid, SIGTERM).ok());
-  WaitExit(*shim);
+  const int status = WaitExit(*shim);
+  EXPECT_TRUE(WIFEXITED(status)) << "the shim died of a signal: " << status;
   absl::StatusOr<ExitStatus> exit = ReadExitFile(dir_);
   ASSERT_TRUE(exit.ok());
   EXPECT_EQ(exit->kind, ExitStatus::Kind::kSignaled);

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "agent/runtime/shim_protocol.h"
+#include "base/clock.h"  // header-only use: the shim links nothing of Herd
 
 namespace {
 
@@ -173,12 +174,6 @@ int Finish(const std::string& exit_line) {
 int Fail(const std::string& what, int err) {
   Diag(what.c_str(), err);
   return Finish("failed " + what + ": " + strerror(err));
-}
-
-int64_t MonoMs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
 // ---- Options ----------------------------------------------------------
@@ -808,9 +803,9 @@ int main(int argc, char** argv) {
   KillOrphans();
   // Everything that could write to the pipes is gone: drain them (bounded,
   // should something outside the task hold a write end).
-  const int64_t drain_until = MonoMs() + 2000;
+  const int64_t drain_until = herd::SteadyNowMs() + 2000;
   for (LogStream& s : streams) {
-    while (s.pipe_fd >= 0 && MonoMs() < drain_until) {
+    while (s.pipe_fd >= 0 && herd::SteadyNowMs() < drain_until) {
       struct pollfd fd = {s.pipe_fd, POLLIN, 0};
       if (poll(&fd, 1, 100) > 0) s.Pump(o);
     }

@@ -1,13 +1,11 @@
 #include "agent/server/agent_server.h"
 
-#include <semaphore.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -17,7 +15,10 @@
 #include "agent/server/extensions.h"
 #include "agent/server/logs.h"
 #include "agent/supervisor/supervisor.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "base/signals.h"
+#include "base/status.h"
 #include "herd/v1/agent.grpc.pb.h"
 #include "herd/v1/api.grpc.pb.h"
 #include "rpc/rpc.h"
@@ -25,26 +26,19 @@
 namespace herd::agent {
 namespace {
 
-sem_t g_stop;
-void OnSignal(int) { sem_post(&g_stop); }
-
-int64_t MonoMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 class AgentService final : public v1::Agent::Service {
  public:
   AgentService(Supervisor* sup, std::string name, ResourceVector capacity, std::map<std::string, std::string> attrs,
-               std::string shim_path = "")
+               std::string shim_path, Clock* clock)
       : sup_(sup),
         name_(std::move(name)),
         capacity_(std::move(capacity)),
         attrs_(std::move(attrs)),
-        shim_path_(std::move(shim_path)) {}
+        shim_path_(std::move(shim_path)),
+        clock_(clock) {}
 
   grpc::Status Poll(grpc::ServerContext* ctx, const v1::PollRequest* req, v1::PollResponse* resp) override {
-    last_poll_ms_ = MonoMs();
+    last_poll_ms_ = clock_->MonotonicMs();
     if (!req->machine().empty() && req->machine() != name_) {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                           absl::StrCat("this agent is ", name_, ", not ", req->machine()));
@@ -55,12 +49,12 @@ class AgentService final : public v1::Agent::Service {
     // running (a start takes milliseconds; the next poll is seconds away).
     uint64_t version = 0;
     std::vector<v1::RunStatus> runs = sup_->Observe(&version);
-    auto deadline = MonoMs() + 250;
-    while (MonoMs() < deadline) {
+    const int64_t deadline = clock_->MonotonicMs() + 250;
+    while (clock_->MonotonicMs() < deadline) {
       bool starting = false;
       for (const auto& r : runs) starting |= r.phase() == v1::Task::STARTING;
       if (!starting) break;
-      version = sup_->WaitForChange(version, deadline - MonoMs());
+      version = sup_->WaitForChange(version, deadline - clock_->MonotonicMs());
       runs = sup_->Observe(&version);
     }
     resp->set_machine(name_);
@@ -90,6 +84,7 @@ class AgentService final : public v1::Agent::Service {
   const ResourceVector capacity_;
   const std::map<std::string, std::string> attrs_;
   const std::string shim_path_;  // for herd-shim --enter; empty: next to herd
+  Clock* const clock_;
   std::atomic<int64_t> last_poll_ms_{0};
 };
 
@@ -135,112 +130,157 @@ std::map<std::string, std::string> DetectAttributes() {
   return a;
 }
 
-int RunAgent(AgentOptions o) {
+namespace {
+
+// Fills in the defaults of `o` and checks it; the capacity the machine
+// registers with (detected unless given; disk and ports always detected or
+// derived) and its attributes (detected, then the flags').
+absl::Status ResolveOptions(AgentOptions& o, std::map<std::string, std::string>* attrs) {
   if (o.name.empty()) o.name = HostName();
-  InitLogging(absl::StrCat("agent ", o.name), o.log_file);
   if (o.root_dir.empty()) o.root_dir = absl::StrCat("/var/lib/herd/agent/", o.name);
   std::error_code ec;
   std::filesystem::create_directories(o.root_dir, ec);
-  if (ec) {
-    HERD_LOG_ERROR("cannot create {}: {}", o.root_dir, ec.message());
-    return 1;
-  }
-  ResourceVector capacity = o.capacity_given ? o.capacity : DetectCapacity(o.root_dir);
-  if (o.capacity_given) {
-    ResourceVector detected = DetectCapacity(o.root_dir);
-    if (capacity.disk_bytes == 0) capacity.disk_bytes = detected.disk_bytes;
-    if (capacity.ports == 0) capacity.ports = detected.ports;
-  }
-  std::map<std::string, std::string> attrs = DetectAttributes();
-  for (const auto& [k, v] : o.attributes) attrs[k] = v;
-
+  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", o.root_dir, ": ", ec.message()));
   if (o.port_min < 1 || o.port_max > 65535 || o.port_min > o.port_max) {
-    HERD_LOG_ERROR("bad port range {}-{}", o.port_min, o.port_max);
-    return 1;
+    return absl::InvalidArgumentError(absl::StrCat("bad port range ", o.port_min, "-", o.port_max));
   }
-  capacity.ports = o.port_max - o.port_min + 1;
+  const ResourceVector detected = DetectCapacity(o.root_dir);
+  if (!o.capacity_given) o.capacity = detected;
+  if (o.capacity.disk_bytes == 0) o.capacity.disk_bytes = detected.disk_bytes;
+  o.capacity.ports = o.port_max - o.port_min + 1;
   if (o.package_dir.empty()) o.package_dir = o.root_dir + "/packages";
-  o.capacity = capacity;  // what extensions size themselves by (memory for eviction)
-  absl::StatusOr<std::vector<std::shared_ptr<Extension>>> extensions = BuildExtensions(o);
-  if (!extensions.ok()) {
-    HERD_LOG_ERROR("cannot start the agent: {}", extensions.status().ToString());
-    return 1;
-  }
+  *attrs = DetectAttributes();
+  for (const auto& [k, v] : o.attributes) (*attrs)[k] = v;
+  return absl::OkStatus();
+}
+
+// The extensions (containers, ports, health, packages) and the supervisor
+// over them, which re-adopts the runs it finds under the root directory.
+absl::StatusOr<std::unique_ptr<Supervisor>> StartSupervisor(const AgentOptions& o) {
+  HERD_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Extension>> extensions, BuildExtensions(o));
   Supervisor::Options so;
   so.root_dir = o.root_dir;
   so.shim_path = o.shim_path;
+  so.clock = o.clock;
   so.log_max_bytes = o.log_max_bytes;
   so.log_keep = o.log_keep;
   so.log_retention_ms = o.log_retention_ms;
   so.crash_loop_failures = o.crash_loop_failures;
-  so.extensions = *std::move(extensions);
-  auto sup = Supervisor::Create(so);
+  so.extensions = std::move(extensions);
+  absl::StatusOr<std::unique_ptr<Supervisor>> sup = Supervisor::Create(so);
   if (!sup.ok()) {
-    HERD_LOG_ERROR("cannot start the supervisor in {}: {}", o.root_dir, sup.status().ToString());
+    return absl::Status(sup.status().code(),
+                        absl::StrCat("cannot start the supervisor in ", o.root_dir, ": ", sup.status().message()));
+  }
+  return sup;
+}
+
+// Registers the machine with the master, and again whenever the master stops
+// polling it (it may have lost the machine, or been replaced), on its own
+// thread until destroyed.
+class Registrar {
+ public:
+  Registrar(const AgentOptions& o, const AgentService& service, std::string address,
+            std::map<std::string, std::string> attrs)
+      : o_(o), service_(service), address_(std::move(address)), attrs_(std::move(attrs)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Registrar() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    auto stub = v1::Herd::NewStub(rpc::Channel(o_.master));
+    int64_t interval_ms = 2000;
+    int64_t registered_at = 0;
+    bool warned = false;
+    while (!stop_) {
+      const int64_t last_contact = std::max(registered_at, service_.last_poll_ms());
+      if (registered_at == 0 || o_.clock->MonotonicMs() - last_contact > 5 * interval_ms) {
+        grpc::Status st = Register(*stub, &interval_ms);
+        if (st.ok()) {
+          registered_at = o_.clock->MonotonicMs();
+          HERD_LOG_INFO("registered with the master at {}", o_.master);
+          warned = false;
+        } else if (!warned) {
+          HERD_LOG_WARN("cannot register with the master at {}: {} (will keep trying)", o_.master,
+                        st.error_message());
+          warned = true;
+        }
+      }
+      for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  grpc::Status Register(v1::Herd::Stub& stub, int64_t* interval_ms) {
+    v1::RegisterMachineRequest req;
+    v1::Machine* m = req.mutable_machine();
+    m->set_name(o_.name);
+    m->set_address(address_);
+    o_.capacity.ToProto(m->mutable_capacity());
+    for (const auto& [k, v] : attrs_) (*m->mutable_attributes())[k] = v;
+    v1::RegisterMachineResponse resp;
+    auto ctx = rpc::Context("", 5000);
+    grpc::Status st = stub.RegisterMachine(ctx.get(), req, &resp);
+    if (st.ok()) *interval_ms = std::max<int64_t>(100, resp.poll_interval_ms());
+    return st;
+  }
+
+  const AgentOptions& o_;
+  const AgentService& service_;
+  const std::string address_;
+  const std::map<std::string, std::string> attrs_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// `herd up`'s agents stop their tasks when they stop (a local cell leaves
+// nothing behind); a real agent leaves them to the next agent.
+void StopEveryTask(Supervisor& sup, Clock* clock) {
+  HERD_LOG_INFO("stopping every task before exiting");
+  sup.SetDesired({});
+  uint64_t version = 0;
+  std::vector<v1::RunStatus> runs = sup.Observe(&version);
+  const int64_t deadline = clock->MonotonicMs() + 60'000;
+  while (!runs.empty() && clock->MonotonicMs() < deadline) {
+    version = sup.WaitForChange(version, 1000);
+    runs = sup.Observe(&version);
+  }
+}
+
+}  // namespace
+
+int RunAgent(AgentOptions o) {
+  if (o.name.empty()) o.name = HostName();
+  InitLogging(absl::StrCat("agent ", o.name), o.log_file);
+  InstallStopSignalHandlers();
+  if (o.clock == nullptr) o.clock = RealClock::Get();
+  std::map<std::string, std::string> attrs;
+  if (absl::Status st = ResolveOptions(o, &attrs); !st.ok()) {
+    HERD_LOG_ERROR("{}", st.message());
     return 1;
   }
-  AgentService service(sup->get(), o.name, capacity, attrs, o.shim_path);
+  absl::StatusOr<std::unique_ptr<Supervisor>> sup = StartSupervisor(o);
+  if (!sup.ok()) {
+    HERD_LOG_ERROR("cannot start the agent: {}", sup.status().message());
+    return 1;
+  }
+  AgentService service(sup->get(), o.name, o.capacity, attrs, o.shim_path, o.clock);
   std::string bound;
   auto server = rpc::StartServer(o.listen, {&service}, &bound);
   if (!server.ok()) {
     HERD_LOG_ERROR("{}", server.status().message());
     return 1;
   }
-  HERD_LOG_INFO("agent {} listening on {} with {} (runs in {})", o.name, bound, capacity.ToString(), o.root_dir);
-
-  // Register, and register again whenever the master stops polling us (it
-  // may have lost us, or been replaced).
-  std::atomic<bool> stop{false};
-  std::thread registrar([&] {
-    auto stub = v1::Herd::NewStub(rpc::Channel(o.master));
-    int64_t interval_ms = 2000;
-    int64_t registered_at = 0;
-    bool warned = false;
-    while (!stop) {
-      bool need = registered_at == 0 ||
-                  (MonoMs() - std::max(registered_at, service.last_poll_ms()) > 5 * interval_ms);
-      if (need) {
-        v1::RegisterMachineRequest req;
-        v1::Machine* m = req.mutable_machine();
-        m->set_name(o.name);
-        m->set_address(bound);
-        capacity.ToProto(m->mutable_capacity());
-        for (const auto& [k, v] : attrs) (*m->mutable_attributes())[k] = v;
-        v1::RegisterMachineResponse resp;
-        auto ctx = rpc::Context("", 5000);
-        grpc::Status st = stub->RegisterMachine(ctx.get(), req, &resp);
-        if (st.ok()) {
-          interval_ms = std::max<int64_t>(100, resp.poll_interval_ms());
-          registered_at = MonoMs();
-          HERD_LOG_INFO("registered with the master at {}", o.master);
-          warned = false;
-        } else if (!warned) {
-          HERD_LOG_WARN("cannot register with the master at {}: {} (will keep trying)", o.master, st.error_message());
-          warned = true;
-        }
-      }
-      for (int i = 0; i < 10 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
-
-  sem_init(&g_stop, 0, 0);
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
-  while (sem_wait(&g_stop) != 0) {
+  HERD_LOG_INFO("agent {} listening on {} with {} (runs in {})", o.name, bound, o.capacity.ToString(), o.root_dir);
+  {
+    Registrar registrar(o, service, bound, attrs);
+    WaitForStopSignal();
   }
-  stop = true;
-  registrar.join();
   if (o.stop_tasks_on_exit) {
-    HERD_LOG_INFO("stopping every task before exiting");
-    (*sup)->SetDesired({});
-    uint64_t version = 0;
-    auto runs = (*sup)->Observe(&version);
-    auto deadline = MonoMs() + 60'000;
-    while (!runs.empty() && MonoMs() < deadline) {
-      version = (*sup)->WaitForChange(version, 1000);
-      runs = (*sup)->Observe(&version);
-    }
+    StopEveryTask(**sup, o.clock);
   } else {
     HERD_LOG_INFO("agent stopping; tasks keep running and will be re-adopted");
   }

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "base/clock.h"
 #include "base/resources.h"
 
 namespace herd::agent {
@@ -21,6 +22,7 @@ struct AgentOptions {
   std::map<std::string, std::string> attributes;
   bool stop_tasks_on_exit = false;         // herd up: a stopped dev cell leaves nothing behind
   std::string log_file;
+  Clock* clock = nullptr;                  // default: the machine's
 
   // Containers: every task in its own cgroup under
   // <cgroup_root>/<cgroup_parent>/<name>/{ls,batch}/RUN_ID (per hierarchy on

@@ -1,17 +1,17 @@
 #include "agent/server/extensions.h"
 
-#include "agent/health/health_extension.h"
-#include "agent/ports/ports_extension.h"
-
 #include "agent/cgroup/cgroup_extension.h"
+#include "agent/health/health_extension.h"
 #include "agent/packages/isolation_extension.h"
 #include "agent/packages/packages_extension.h"
+#include "agent/ports/ports_extension.h"
 #include "base/status.h"
 
 namespace herd::agent {
 
 absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const AgentOptions& options) {
   std::vector<std::shared_ptr<Extension>> out;
+  Clock* const clock = options.clock != nullptr ? options.clock : RealClock::Get();
   // Each feature adds its extension here, in this order: packages (the
   // root directory must exist before the container is set up), containers,
   // ports, health checks.
@@ -22,6 +22,7 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     PackagesExtension::Options p;
     p.cache.dir = options.package_dir.empty() ? options.root_dir + "/packages" : options.package_dir;
     p.cache.budget_bytes = options.package_cache_bytes;
+    p.cache.clock = clock;
     HERD_ASSIGN_OR_RETURN(std::shared_ptr<PackagesExtension> packages, PackagesExtension::Create(std::move(p)));
     out.push_back(std::move(packages));
     out.push_back(std::make_shared<IsolationExtension>());
@@ -38,6 +39,7 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     c.owner_dir = options.root_dir;
     c.memory_reserve_bytes = options.memory_reserve_bytes;
     if (options.capacity_given) c.capacity_memory_bytes = options.capacity.memory_bytes;
+    c.clock = clock;
     out.push_back(CgroupExtension::Create(std::move(c)));
   }
   {
@@ -48,6 +50,7 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     HealthExtension::Options h;
     h.ports = [ports](const std::string& run_id, const std::string& name) { return ports->PortOf(run_id, name); };
     h.shim_path = options.shim_path;
+    h.clock = clock;
     out.push_back(std::make_shared<HealthExtension>(std::move(h)));
   }
   return out;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/errno_status.h"
 
 namespace herd::agent {
 namespace {
@@ -99,7 +100,7 @@ absl::StatusOr<LogReader> LogReader::Open(std::string path, int64_t tail_bytes) 
     }
   }
   if (offset > 0 && lseek(files[start].fd.get(), offset, SEEK_SET) < 0) {
-    return absl::InternalError(absl::StrCat("lseek ", r.path_, ": ", strerror(errno)));
+    return ErrnoToStatus(errno, absl::StrCat("lseek ", r.path_));
   }
   for (size_t i = start; i < files.size(); ++i) r.files_.push_back(std::move(files[i]));
   return r;
@@ -129,7 +130,7 @@ absl::StatusOr<size_t> LogReader::Read(std::string* out, size_t max_bytes) {
     }
     if (n < 0) {
       if (errno == EINTR) continue;
-      return absl::InternalError(absl::StrCat("read ", path_, ": ", strerror(errno)));
+      return ErrnoToStatus(errno, absl::StrCat("read ", path_));
     }
     if (files_.size() > 1) {
       // A rotated file, complete (the shim closes a file before renaming

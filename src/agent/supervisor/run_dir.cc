@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/runtime/shim_protocol.h"
 #include "base/status.h"
+#include "base/errno_status.h"
 
 namespace herd::agent {
 namespace {
@@ -24,14 +25,14 @@ constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/b
 
 absl::Status MakeDir(const std::string& path) {
   if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InternalError(absl::StrCat("mkdir ", path, ": ", strerror(errno)));
+    return ErrnoToStatus(errno, absl::StrCat("mkdir ", path));
   }
   return absl::OkStatus();
 }
 
 absl::Status Unlink(const std::string& path) {
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return absl::InternalError(absl::StrCat("unlink ", path, ": ", strerror(errno)));
+    return ErrnoToStatus(errno, absl::StrCat("unlink ", path));
   }
   return absl::OkStatus();
 }

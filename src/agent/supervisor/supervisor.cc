@@ -26,6 +26,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "base/status.h"
+#include "base/errno_status.h"
 
 namespace herd::agent {
 namespace {
@@ -38,12 +39,8 @@ constexpr int64_t kStartingPollMs = 1'000;
 // The loop wakes at least this often.
 constexpr int64_t kMaxSleepMs = 60'000;
 
-absl::Status Errno(absl::string_view what) {
-  return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
-}
-
 absl::Status MakeDir(const std::string& path) {
-  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return Errno("mkdir " + path);
+  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoToStatus(errno, "mkdir " + path);
   return absl::OkStatus();
 }
 
@@ -58,14 +55,6 @@ std::vector<std::string> ListDir(const std::string& path) {
   closedir(dir);
   std::sort(names.begin(), names.end());
   return names;
-}
-
-std::string DefaultShimPath() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "herd-shim";
-  std::string exe(buf, static_cast<size_t>(n));
-  return exe.substr(0, exe.rfind('/') + 1) + "herd-shim";
 }
 
 }  // namespace
@@ -130,8 +119,8 @@ absl::StatusOr<std::unique_ptr<Supervisor>> Supervisor::Create(Options options) 
   while (options.root_dir.size() > 1 && options.root_dir.back() == '/') options.root_dir.pop_back();
   if (options.shim_path.empty()) options.shim_path = DefaultShimPath();
   if (access(options.shim_path.c_str(), X_OK) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat("herd-shim not executable at ", options.shim_path,
-                                                      ": ", strerror(errno)));
+    return absl::FailedPreconditionError(
+        ErrnoToStatus(errno, absl::StrCat("herd-shim not executable at ", options.shim_path)).message());
   }
   if (options.clock == nullptr) options.clock = RealClock::Get();
   std::unique_ptr<Supervisor> s(new Supervisor(std::move(options)));
@@ -144,7 +133,7 @@ absl::Status Supervisor::Init() {
   HERD_RETURN_IF_ERROR(MakeDir(options_.root_dir + "/runs"));
   std::string lock_path = options_.root_dir + "/supervisor.lock";
   lock_fd_.Reset(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (!lock_fd_.valid()) return Errno("open " + lock_path);
+  if (!lock_fd_.valid()) return ErrnoToStatus(errno, "open " + lock_path);
   if (flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("another agent supervises ", options_.root_dir, " (", lock_path, " is locked)"));
@@ -152,12 +141,12 @@ absl::Status Supervisor::Init() {
   epoll_fd_.Reset(epoll_create1(EPOLL_CLOEXEC));
   wake_fd_.Reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   inotify_fd_.Reset(inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-  if (!epoll_fd_.valid() || !wake_fd_.valid() || !inotify_fd_.valid()) return Errno("epoll/eventfd/inotify");
+  if (!epoll_fd_.valid() || !wake_fd_.valid() || !inotify_fd_.valid()) return ErrnoToStatus(errno, "epoll/eventfd/inotify");
   for (auto [fd, token] : {std::pair{wake_fd_.get(), kWakeToken}, std::pair{inotify_fd_.get(), kInotifyToken}}) {
     struct epoll_event ev = {};
     ev.events = EPOLLIN;
     ev.data.u64 = token;
-    if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return Errno("epoll_ctl");
+    if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return ErrnoToStatus(errno, "epoll_ctl");
   }
   for (const auto& ext : options_.extensions) {
     if (absl::Status st = ext->Init(control_.get()); !st.ok()) {
@@ -582,7 +571,7 @@ absl::Status Supervisor::EnsureOnDiskLocked(Run& run) {
   }
   if (run.watch < 0) {
     run.watch = inotify_add_watch(inotify_fd_.get(), run.dir.path().c_str(), IN_MOVED_TO);
-    if (run.watch < 0) return Errno("inotify_add_watch " + run.dir.path());
+    if (run.watch < 0) return ErrnoToStatus(errno, "inotify_add_watch " + run.dir.path());
     watch_to_run_[run.watch] = run.spec.run_id();
   }
   return absl::OkStatus();

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "agent/runtime/process.h"
 #include "agent/supervisor/supervisor.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "testing/eventually.h"
 
@@ -31,11 +32,7 @@ using ::herd::testing::Eventually;
 
 using Mode = v1::RestartPolicy::Mode;
 
-inline int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+inline int64_t NowMs() { return SteadyNowMs(); }
 
 inline std::string Slurp(const std::string& path) {
   std::ifstream in(path);
@@ -210,6 +207,10 @@ class SupervisorFixture : public ::testing::Test {
   std::string RunDirOf(const std::string& id) const { return root_ + "/runs/" + id; }
 
   std::string root_;
+  // For tests whose supervisor runs on virtual time (Options.clock): timers
+  // (backoff, the once-a-second re-check of waiting runs) fire only when the
+  // test advances it. Declared before sup_, so it outlives it.
+  ManualClock manual_clock_;
   std::unique_ptr<Supervisor> sup_;
 };
 

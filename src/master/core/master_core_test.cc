@@ -244,8 +244,9 @@ TEST_F(MasterCoreTest, ReadsAsOfAnyRevisionAndCheckpoint) {
 TEST_F(MasterCoreTest, WatchStreamsDurableMutations) {
   std::vector<int64_t> revs;
   std::atomic<bool> done{false};
+  absl::Status watched;
   std::thread watcher([&] {
-    core_->Watch(1, [&](const v1::WatchResponse& r) {
+    watched = core_->Watch(1, [&](const v1::WatchResponse& r) {
       for (const auto& m : r.mutations()) revs.push_back(m.revision());
       if (revs.size() >= 3) done = true;
       return !done;
@@ -255,6 +256,7 @@ TEST_F(MasterCoreTest, WatchStreamsDurableMutations) {
   ASSERT_TRUE(SubmitJob(JobBuilder("a").Build()).ok());
   ASSERT_TRUE(SubmitJob(JobBuilder("b").Build()).ok());
   watcher.join();
+  EXPECT_TRUE(watched.ok()) << watched;
   ASSERT_GE(revs.size(), 3u);
   for (size_t i = 0; i < revs.size(); ++i) EXPECT_EQ(revs[i], static_cast<int64_t>(i) + 1);
 }

@@ -1,11 +1,10 @@
+#include "base/signals.h"
 #include "master/server/master_server.h"
 
-#include <csignal>
-#include <filesystem>
-#include <fstream>
-#include <semaphore.h>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
@@ -14,13 +13,6 @@
 #include "store/sqlite/sqlite_log_store.h"
 
 namespace herd::master {
-namespace {
-
-sem_t g_stop;
-void OnSignal(int) { sem_post(&g_stop); }
-
-}  // namespace
-
 int RunMaster(const ServerOptions& options) {
   InitLogging("master", options.log_file);
   std::error_code ec;
@@ -63,12 +55,7 @@ int RunMaster(const ServerOptions& options) {
                 options.core.cell_name, bound, options.data_dir, recover_ms,
                 options.core.run_scheduler ? "internal" : "external: placements come from 'herd scheduler'");
 
-  sem_init(&g_stop, 0, 0);
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
-  while (sem_wait(&g_stop) != 0) {
-  }
+  WaitForStopSignal();
   HERD_LOG_INFO("master stopping");
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   (*core)->Stop();

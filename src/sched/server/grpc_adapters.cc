@@ -3,15 +3,11 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "base/clock.h"
 #include "rpc/rpc.h"
 
 namespace herd::sched {
 namespace {
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 constexpr size_t kMaxBatch = 10'000;
 
@@ -129,7 +125,7 @@ absl::StatusOr<std::vector<v1::Mutation>> GrpcChangeSource::Next(int64_t after, 
     StopWatch();
     absl::MutexLock l(&mu_);
     StartWatch(after + 1);
-    last_data_ms_ = SteadyMs();
+    last_data_ms_ = SteadyNowMs();
   }
   std::vector<v1::Mutation> out;
   absl::Status ended;
@@ -143,7 +139,7 @@ absl::StatusOr<std::vector<v1::Mutation>> GrpcChangeSource::Next(int64_t after, 
         queue_.pop_front();
       }
       expect_ = out.back().revision() + 1;
-      last_data_ms_ = SteadyMs();
+      last_data_ms_ = SteadyNowMs();
       return out;
     }
     if (ended_) ended = end_status_.ok() ? absl::UnavailableError("stream ended") : end_status_;
@@ -152,8 +148,8 @@ absl::StatusOr<std::vector<v1::Mutation>> GrpcChangeSource::Next(int64_t after, 
     StopWatch();
     return absl::OutOfRangeError(absl::StrCat("the change stream ended: ", ended.message()));
   }
-  if (SteadyMs() - last_data_ms_ >= options_.probe_after_ms) {
-    last_data_ms_ = SteadyMs();
+  if (SteadyNowMs() - last_data_ms_ >= options_.probe_after_ms) {
+    last_data_ms_ = SteadyNowMs();
     if (absl::Status st = Probe(after); !st.ok()) {
       StopWatch();
       return absl::OutOfRangeError(absl::StrCat("the change stream looks dead: ", st.message()));

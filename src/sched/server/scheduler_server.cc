@@ -1,10 +1,7 @@
+#include "base/signals.h"
 #include "sched/server/scheduler_server.h"
 
-#include <semaphore.h>
-
-#include <csignal>
 #include <algorithm>
-#include <ctime>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -13,9 +10,6 @@
 
 namespace herd::sched {
 namespace {
-
-sem_t g_stop;
-void OnSignal(int) { sem_post(&g_stop); }
 
 void LogStats(const std::string& what, const SchedulerLoop::Stats& s) {
   HERD_LOG_INFO("{}: passes {}, proposed {}, accepted {}, rejected {}, reloads {}, errors {}, revision {}, pending {}",
@@ -48,19 +42,11 @@ int RunSchedulerServer(const SchedulerServerOptions& options) {
       options.scheduler.equivalence_classes ? "on" : "off", options.scheduler.score_cache ? "on" : "off",
       options.scheduler.relaxed_randomization ? "on" : "off");
 
-  sem_init(&g_stop, 0, 0);
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
+  InstallStopSignalHandlers();
   loop.Start();
   SchedulerLoop::Stats logged;
   while (true) {
-    timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    int64_t ns = until.tv_nsec + (options.stats_every_ms % 1000) * 1'000'000;
-    until.tv_sec += options.stats_every_ms / 1000 + ns / 1'000'000'000;
-    until.tv_nsec = ns % 1'000'000'000;
-    if (sem_timedwait(&g_stop, &until) == 0) break;
+    if (WaitForStopSignal(options.stats_every_ms) != 0) break;
     SchedulerLoop::Stats s = loop.stats();
     if (!Same(s, logged)) LogStats("stats", s);
     logged = s;

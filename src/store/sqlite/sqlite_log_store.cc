@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status.h"
+#include "base/errno_status.h"
 
 namespace herd::store {
 namespace {
@@ -52,10 +53,6 @@ absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
     default:
       return absl::InternalError(msg);
   }
-}
-
-absl::Status ErrnoError(absl::string_view what, const std::string& path) {
-  return absl::UnavailableError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
 // Owns a prepared statement.
@@ -115,10 +112,10 @@ absl::Status SyncParentDir(const std::string& path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string dir = parent.empty() ? std::string(".") : parent.string();
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("open directory", dir);
+  if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open directory ", dir));
   int rc = ::fsync(fd);
   ::close(fd);
-  if (rc != 0) return ErrnoError("fsync directory", dir);
+  if (rc != 0) return ErrnoToStatus(errno, absl::StrCat("fsync directory ", dir));
   return absl::OkStatus();
 }
 
@@ -353,13 +350,13 @@ absl::StatusOr<std::unique_ptr<SqliteLogStore>> SqliteLogStore::OpenImpl(const s
     // One writer per file. flock(2) locks are independent of the POSIX locks
     // SQLite uses, and this fd stays open until after SQLite closes.
     impl->lock_fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (impl->lock_fd.get() < 0) return ErrnoError("open", path);
+    if (impl->lock_fd.get() < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
     if (::flock(impl->lock_fd.get(), LOCK_EX | LOCK_NB) != 0) {
       if (errno == EWOULDBLOCK) {
         return absl::FailedPreconditionError(
             absl::StrCat(path, " is open for writing by another process"));
       }
-      return ErrnoError("flock", path);
+      return ErrnoToStatus(errno, absl::StrCat("flock ", path));
     }
   }
   HERD_RETURN_IF_ERROR(impl->Configure());
