@@ -1,8 +1,8 @@
-#include "base/signals.h"
 #include "main/up.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,11 +12,20 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "agent/cgroup/cgroup_extension.h"
+#include "agent/runtime/process.h"
 #include "agent/server/agent_server.h"
+#include "base/clock.h"
+#include "base/signals.h"
 #include "base/units.h"
 #include "herd/v1/api.grpc.pb.h"
 #include "rpc/rpc.h"
@@ -26,27 +35,203 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string SelfExe() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "herd" : p.string();
+using agent::Fd;
+using agent::ProcessId;
+
+// ---- What a cell keeps in its data directory ------------------------------
+//
+//   DATA/up.lock      flock'ed by the running `herd up` for its whole life,
+//                     holding its pid. The kernel drops the lock when that
+//                     process dies, however it dies, so a dead cell never
+//                     blocks the next one (a bare pid cannot tell a live
+//                     process from a zombie nobody reaped, or a reused pid).
+//                     Opened O_CLOEXEC: the master, agents and tasks never
+//                     hold it.
+//   DATA/up.children  "NAME PID START_TIME" of the master and each agent, so
+//                     that a later `herd up` or `herd down` finds them if the
+//                     `herd up` that started them was killed.
+//   DATA/master, DATA/agents/mN, DATA/logs
+
+std::string LockPath(const std::string& data) { return (fs::path(data) / "up.lock").string(); }
+std::string ChildrenPath(const std::string& data) { return (fs::path(data) / "up.children").string(); }
+std::string AgentRoot(const std::string& data, const std::string& name) {
+  return (fs::path(data) / "agents" / name).string();
 }
+
+// The running cell's lock, held while this object lives.
+class CellLock {
+ public:
+  // FAILED_PRECONDITION naming the holder if a cell already runs from `data`.
+  static absl::StatusOr<CellLock> Acquire(const std::string& data) {
+    Fd fd(open(LockPath(data).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (!fd.valid()) return absl::InternalError(absl::StrCat("cannot open ", LockPath(data), ": ", strerror(errno)));
+    if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("a cell is already running from ", data, " (pid ",
+                                                        Holder(data), "); stop it with 'herd down --data ", data,
+                                                        "'"));
+    }
+    const std::string pid = absl::StrCat(getpid(), "\n");
+    if (ftruncate(fd.get(), 0) != 0 || pwrite(fd.get(), pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+      return absl::InternalError(absl::StrCat("cannot write ", LockPath(data), ": ", strerror(errno)));
+    }
+    return CellLock(std::move(fd));
+  }
+
+  // The pid of the `herd up` holding the lock of `data`, or 0 if none does.
+  static pid_t Holder(const std::string& data) {
+    Fd fd(open(LockPath(data).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return 0;
+    if (flock(fd.get(), LOCK_SH | LOCK_NB) == 0) return 0;  // nobody holds it
+    char buf[32] = {0};
+    ssize_t n = pread(fd.get(), buf, sizeof(buf) - 1, 0);
+    pid_t pid = 0;
+    if (n <= 0 || !absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::string_view(buf, n)), &pid)) return -1;
+    return pid;
+  }
+
+ private:
+  explicit CellLock(Fd fd) : fd_(std::move(fd)) {}
+  Fd fd_;
+};
 
 struct Child {
   std::string name;
   pid_t pid = -1;
 };
 
+void WriteChildren(const std::string& data, const std::vector<Child>& children) {
+  std::string text;
+  for (const Child& c : children) {
+    absl::StatusOr<ProcessId> id = agent::IdentifyProcess(c.pid);
+    if (id.ok()) absl::StrAppend(&text, c.name, " ", id->pid, " ", id->start_time, "\n");
+  }
+  (void)agent::WriteFileAtomic(ChildrenPath(data), text);
+}
+
+struct ChildRecord {
+  std::string name;
+  ProcessId id;
+};
+
+std::vector<ChildRecord> ReadChildren(const std::string& data) {
+  std::ifstream in(ChildrenPath(data));
+  std::vector<ChildRecord> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    ChildRecord r;
+    if (f.size() == 3 && absl::SimpleAtoi(f[1], &r.id.pid) && absl::SimpleAtoi(f[2], &r.id.start_time)) {
+      r.name = f[0];
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+// The agents' names: their directories under DATA/agents.
+std::vector<std::string> AgentNames(const std::string& data) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(data) / "agents", ec)) {
+    if (e.is_directory()) out.push_back(e.path().filename().string());
+  }
+  return out;
+}
+
+// Every live process of the cell that runs (or ran) from `data`: its master
+// and agents (from up.children), and each task's shim and task (from the
+// runs' task.pid files, identity-checked).
+std::vector<std::pair<std::string, ProcessId>> CellProcesses(const std::string& data) {
+  std::vector<std::pair<std::string, ProcessId>> out;
+  for (const ChildRecord& c : ReadChildren(data)) {
+    if (agent::IsRunning(c.id)) out.emplace_back(c.name, c.id);
+  }
+  for (const std::string& name : AgentNames(data)) {
+    std::error_code ec;
+    for (const auto& run : fs::directory_iterator(fs::path(AgentRoot(data, name)) / "runs", ec)) {
+      absl::StatusOr<agent::TaskPidRecord> pids = agent::ReadTaskPidFile(run.path().string());
+      if (!pids.ok()) continue;
+      const std::string what = absl::StrCat(name, "/", run.path().filename().string());
+      if (agent::IsRunning(pids->shim)) out.emplace_back("shim of " + what, pids->shim);
+      if (agent::IsRunning(pids->task)) out.emplace_back("task " + what, pids->task);
+    }
+  }
+  return out;
+}
+
+// Waits until none of `ids` runs (a bound only in case one cannot die).
+bool WaitGone(const std::vector<ProcessId>& ids, int64_t timeout_ms) {
+  const int64_t deadline = SteadyNowMs() + timeout_ms;
+  while (true) {
+    bool any = false;
+    for (const ProcessId& id : ids) any |= agent::IsRunning(id);
+    if (!any) return true;
+    if (SteadyNowMs() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// SIGKILLs the master and agents that a previous `herd up` started and did
+// not stop (it was killed first): a new cell needs their port and their
+// agents' directories. SIGKILL and not SIGTERM: an agent asked to stop stops
+// its tasks, and the new cell re-adopts them instead. Returns how many.
+int KillLeftoverDaemons(const std::string& data) {
+  std::vector<ProcessId> killed;
+  for (const ChildRecord& c : ReadChildren(data)) {
+    if (!agent::IsRunning(c.id)) continue;
+    std::fprintf(stderr, "herd up: stopping the %s (pid %d) a killed cell left running\n", c.name.c_str(), c.id.pid);
+    kill(c.id.pid, SIGKILL);
+    killed.push_back(c.id);
+  }
+  WaitGone(killed, 10'000);
+  return static_cast<int>(killed.size());
+}
+
+// Kills every task of the cell and its shim, whatever is left of the cell:
+// each run's task process group, then its shim (identity-checked), then
+// whatever is still in the agents' cgroups (processes that left the task's
+// group). Returns how many processes were signalled.
+int KillTasks(const std::string& data) {
+  int killed = 0;
+  std::vector<ProcessId> ids;
+  for (const auto& [what, id] : CellProcesses(data)) {
+    if (!absl::StartsWith(what, "task ") && !absl::StartsWith(what, "shim of ")) continue;
+    if (absl::StartsWith(what, "task ")) (void)agent::SignalProcessGroup(id.pid, SIGKILL);
+    kill(id.pid, SIGKILL);
+    ids.push_back(id);
+    ++killed;
+  }
+  WaitGone(ids, 10'000);
+  // Then what escaped its task's process group but not its cgroup.
+  for (const std::string& name : AgentNames(data)) {
+    agent::CgroupOptions o;  // as `herd up` starts its agents: the defaults
+    o.agent_name = name;
+    o.owner_dir = AgentRoot(data, name);
+    killed += agent::KillAgentGroups(o);
+  }
+  return killed;
+}
+
+// ---- Starting and stopping the cell ----------------------------------------
+
+std::string SelfExe() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "herd" : p.string();
+}
+
+// Runs `args` in its own process group (a terminal's Ctrl-C reaches only
+// herd up), output appended to `log`, stdin from /dev/null, no other fd.
 pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   pid_t pid = fork();
   if (pid == 0) {
-    setpgid(0, 0);  // our own group: a terminal's Ctrl-C reaches only herd up
+    setpgid(0, 0);
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
       dup2(fd, 2);
     }
-    int null = open("/dev/null", O_RDONLY);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null >= 0) dup2(null, 0);
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -57,11 +242,67 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   return pid;
 }
 
+std::string MasterAddrFile(const std::string& data) { return (fs::path(data) / "master" / "master.addr").string(); }
+
+Child StartMaster(const UpOptions& o, const std::string& data, const std::string& exe) {
+  std::remove(MasterAddrFile(data).c_str());  // a previous master's
+  return {"master", Spawn({exe, "master", "--data", (fs::path(data) / "master").string(), "--listen", o.listen,
+                           "--cell", o.cell, "--poll-interval", o.poll_interval},
+                          (fs::path(data) / "logs" / "master.log").string())};
+}
+
+// The master's address: --listen, or, with port 0 there, the port it bound,
+// from the master.addr it writes once it serves.
+absl::StatusOr<std::string> MasterAddress(const UpOptions& o, const std::string& data, const Child& master) {
+  if (!absl::EndsWith(o.listen, ":0")) return o.listen;
+  const int64_t deadline = SteadyNowMs() + 30'000;
+  while (SteadyNowMs() < deadline) {
+    std::ifstream in(MasterAddrFile(data));
+    std::string addr;
+    if (in >> addr && !addr.empty()) return addr;
+    if (waitpid(master.pid, nullptr, WNOHANG) == master.pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::UnavailableError(absl::StrCat("the master did not start serving (see ", data, "/logs/master.log)"));
+}
+
+// Slices this machine among `o.agents` agents: each its share of CPU,
+// memory and disk, its own port range, and a rack (two agents per rack).
+struct Slice {
+  int64_t cpu_millis = 0;
+  int64_t memory_bytes = 0;
+  int64_t disk_bytes = 0;
+};
+
+Slice SliceMachine(const UpOptions& o, const std::string& data) {
+  ResourceVector total = agent::DetectCapacity(data);
+  return {total.cpu_millis / o.agents, total.memory_bytes / o.agents, total.disk_bytes / o.agents};
+}
+
+std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, const std::string& exe,
+                               const std::string& master, const Slice& slice) {
+  std::vector<Child> out;
+  const std::string host = master.substr(0, master.rfind(':'));
+  for (int i = 0; i < o.agents; ++i) {
+    const std::string name = absl::StrCat("m", i);
+    const std::string capacity =
+        absl::StrCat("cpu=", slice.cpu_millis, "m,memory=", slice.memory_bytes, ",disk=", slice.disk_bytes);
+    out.push_back({name, Spawn({exe, "agent", "--master", master, "--listen", absl::StrCat(host, ":0"), "--name",
+                                name, "--root", AgentRoot(data, name), "--capacity", capacity, "--attr",
+                                absl::StrCat("rack=r", i / 2),
+                                // Agents on one machine share its ports: give each its own range.
+                                "--ports", absl::StrCat(20000 + 1000 * i, "-", 20999 + 1000 * i),
+                                "--stop-tasks-on-exit"},
+                               (fs::path(data) / "logs" / (name + ".log")).string())});
+  }
+  return out;
+}
+
 // Waits until the master answers and `agents` machines are UP.
 bool WaitReady(const std::string& master, int agents, int64_t timeout_ms, std::string* why) {
   auto stub = v1::Herd::NewStub(rpc::Channel(master));
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < end) {
+  const int64_t deadline = SteadyNowMs() + timeout_ms;
+  while (SteadyNowMs() < deadline) {
     v1::CellInfo info;
     auto ctx = rpc::Context("", 1000);
     grpc::Status st = stub->GetCell(ctx.get(), v1::GetCellRequest(), &info);
@@ -73,30 +314,103 @@ bool WaitReady(const std::string& master, int agents, int64_t timeout_ms, std::s
   return false;
 }
 
-void StopAll(std::vector<Child>& children) {
-  // Agents first (they stop their tasks), then the master.
-  for (int round = 0; round < 2; ++round) {
-    for (const Child& c : children) {
-      bool is_master = c.name == "master";
-      if ((round == 0) != is_master && c.pid > 0) kill(c.pid, SIGTERM);
-    }
-    for (Child& c : children) {
-      bool is_master = c.name == "master";
-      if ((round == 0) == is_master || c.pid <= 0) continue;
-      for (int i = 0; i < 700; ++i) {
-        if (waitpid(c.pid, nullptr, WNOHANG) == c.pid) {
-          c.pid = -1;
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      if (c.pid > 0) {
-        kill(c.pid, SIGKILL);
-        waitpid(c.pid, nullptr, 0);
+std::string Greeting(const UpOptions& o, const std::string& data, const std::string& master, const Slice& slice) {
+  std::string text = absl::StrCat("Herd cell '", o.cell, "' is up (pid ", getpid(), ").\n", "  master  ", master,
+                                  "   data: ", data, "   logs: ", data, "/logs\n", "  agents  ");
+  for (int i = 0; i < o.agents; ++i) absl::StrAppend(&text, i ? ", " : "", "m", i, " (rack r", i / 2, ")");
+  absl::StrAppend(&text, "; each with cpu ", FormatCpu(slice.cpu_millis), ", memory ",
+                  FormatBytes(slice.memory_bytes), "\n");
+  absl::StrAppend(&text, "Try:\n  herd submit examples/hello.yaml\n  herd jobs\n  herd status hello\n"
+                         "  herd logs hello/0\n  herd machines\n");
+  if (master != "127.0.0.1:7070") absl::StrAppend(&text, "(set HERD_MASTER=", master, " first)\n");
+  absl::StrAppend(&text, o.detach ? absl::StrCat("Stop it with: herd down --data ", data, "\n")
+                                  : "Stop it with Ctrl-C.\n");
+  return text;
+}
+
+// Until a stop signal: reports any child that exits on its own. It is not
+// restarted, so failures stay visible (restart the cell to bring it back).
+void Supervise(std::vector<Child>& children, Hangup hangup) {
+  InstallStopSignalHandlers(hangup);
+  while (WaitForStopSignal(500) == 0) {
+    int status = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      for (Child& c : children) {
+        if (c.pid != pid) continue;  // else: an orphaned shim, just reaped
+        std::fprintf(stderr, "herd up: %s exited (%s %d); the rest of the cell keeps running\n", c.name.c_str(),
+                     WIFSIGNALED(status) ? "signal" : "code",
+                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         c.pid = -1;
       }
     }
   }
+}
+
+// Agents first (they stop their tasks), then the master; each gets SIGTERM
+// and a while to finish, then SIGKILL.
+void StopAll(std::vector<Child>& children) {
+  for (int round = 0; round < 2; ++round) {
+    auto in_round = [round](const Child& c) { return (c.name == "master") == (round == 1) && c.pid > 0; };
+    for (const Child& c : children) {
+      if (in_round(c)) kill(c.pid, SIGTERM);
+    }
+    for (Child& c : children) {
+      if (!in_round(c)) continue;
+      const int64_t deadline = SteadyNowMs() + 70'000;
+      while (waitpid(c.pid, nullptr, WNOHANG) != c.pid && SteadyNowMs() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (kill(c.pid, 0) == 0) {
+        kill(c.pid, SIGKILL);
+        waitpid(c.pid, nullptr, 0);
+      }
+      c.pid = -1;
+    }
+  }
+}
+
+// With --detach: forks; the parent waits for the child to report how
+// start-up went (on a pipe) and exits with that; the child leaves the
+// terminal's session and runs the cell. Returns the pipe's write end in the
+// child (-1 without --detach), or the parent's exit code via `exit_code`.
+int Detach(const std::string& data, int* exit_code) {
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0) {
+    *exit_code = 1;
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid > 0) {
+    close(ready[1]);
+    char buf[4096];
+    ssize_t n = read(ready[0], buf, sizeof(buf) - 1);
+    buf[n > 0 ? n : 0] = 0;
+    if (n <= 0) {
+      std::fprintf(stderr, "herd up: the cell failed to start (see %s/up.log)\n", data.c_str());
+      *exit_code = 1;
+    } else {
+      const bool failed = buf[0] == '!';
+      std::fputs(buf + (failed ? 1 : 0), failed ? stderr : stdout);
+      *exit_code = failed ? 1 : 0;
+    }
+    return -1;
+  }
+  close(ready[0]);
+  setsid();
+  int fd = open((fs::path(data) / "up.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+  }
+  int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null >= 0) {
+    dup2(null, 0);
+    close(null);
+  }
+  *exit_code = -1;
+  return ready[1];
 }
 
 }  // namespace
@@ -116,154 +430,126 @@ int RunUp(const UpOptions& o) {
     std::fprintf(stderr, "herd up: --listen: %s\n", std::string(st.message()).c_str());
     return 2;
   }
-  std::string data = o.data_dir.empty() ? DefaultUpDir() : o.data_dir;
+  const std::string data = o.data_dir.empty() ? DefaultUpDir() : o.data_dir;
   std::error_code ec;
   fs::create_directories(fs::path(data) / "logs", ec);
   if (ec) {
     std::fprintf(stderr, "herd up: cannot create %s: %s\n", data.c_str(), ec.message().c_str());
     return 1;
   }
-  std::string pidfile = (fs::path(data) / "up.pid").string();
-  {
-    std::ifstream in(pidfile);
-    pid_t old = 0;
-    if (in >> old && old > 0 && kill(old, 0) == 0) {
-      std::fprintf(stderr, "herd up: a cell is already running from %s (pid %d); stop it with 'herd down --data %s'\n",
-                   data.c_str(), old, data.c_str());
-      return 1;
-    }
+  if (CellLock::Holder(data) != 0) {  // checked again, atomically, below
+    std::fprintf(stderr, "herd up: a cell is already running from %s (pid %d); stop it with 'herd down --data %s'\n",
+                 data.c_str(), CellLock::Holder(data), data.c_str());
+    return 1;
   }
-
-  // Detach: the child runs the cell; the parent reports once it is ready.
-  int ready_pipe[2] = {-1, -1};
+  int ready_fd = -1;
   if (o.detach) {
-    if (pipe(ready_pipe) != 0) return 1;
-    pid_t pid = fork();
-    if (pid > 0) {
-      close(ready_pipe[1]);
-      char buf[4096];
-      ssize_t n = read(ready_pipe[0], buf, sizeof(buf) - 1);
-      buf[n > 0 ? n : 0] = 0;
-      if (n <= 0) {
-        std::fprintf(stderr, "herd up: the cell failed to start (see %s/up.log)\n", data.c_str());
-        return 1;
-      }
-      bool failed = buf[0] == '!';
-      std::fputs(buf + (failed ? 1 : 0), failed ? stderr : stdout);
-      return failed ? 1 : 0;
-    }
-    close(ready_pipe[0]);
-    setsid();
-    int fd = open((fs::path(data) / "up.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    int null = open("/dev/null", O_RDONLY);
-    if (null >= 0) dup2(null, 0);
+    int exit_code = -1;
+    ready_fd = Detach(data, &exit_code);
+    if (exit_code >= 0) return exit_code;
   }
   // Tells the user (or, detached, the waiting parent) how start-up went.
   auto report = [&](const std::string& text, bool ok) {
     std::string out = ok ? text : "herd up: " + text;
-    if (o.detach) {
+    if (ready_fd >= 0) {
       std::string msg = (ok ? "" : "!") + out;
-      (void)!write(ready_pipe[1], msg.data(), msg.size());
-      close(ready_pipe[1]);
+      (void)!write(ready_fd, msg.data(), msg.size());
+      close(ready_fd);
+      ready_fd = -1;
     } else {
       std::fputs(out.c_str(), ok ? stdout : stderr);
       std::fflush(stdout);
     }
   };
-  std::ofstream(pidfile) << getpid() << "\n";
+
+  absl::StatusOr<CellLock> lock = CellLock::Acquire(data);
+  if (!lock.ok()) {
+    report(absl::StrCat(lock.status().message(), "\n"), false);
+    return 1;
+  }
+  // A cell killed before it could stop leaves its master and agents behind
+  // (its tasks too: the new agents re-adopt those).
+  KillLeftoverDaemons(data);
 
   // Become the subreaper of everything below us: when an agent dies, its
   // task shims (which outlive it on purpose) are reparented here and reaped
   // when they end, rather than lingering as zombies.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  std::string exe = SelfExe();
-  std::vector<Child> children;
-  std::string master_log = (fs::path(data) / "logs" / "master.log").string();
-  children.push_back({"master", Spawn({exe, "master", "--data", (fs::path(data) / "master").string(), "--listen",
-                                       o.listen, "--cell", o.cell, "--poll-interval", o.poll_interval},
-                                      master_log)});
-  // Slice this machine among the agents.
-  ResourceVector total = agent::DetectCapacity(data);
-  int64_t cpu = total.cpu_millis / o.agents, mem = total.memory_bytes / o.agents;
-  std::string host = o.listen.substr(0, o.listen.rfind(':'));
-  std::vector<std::string> names;
-  for (int i = 0; i < o.agents; ++i) {
-    std::string name = absl::StrCat("m", i);
-    names.push_back(name);
-    std::string capacity = absl::StrCat("cpu=", cpu, "m,memory=", mem, ",disk=", total.disk_bytes / o.agents);
-    children.push_back({name, Spawn({exe, "agent", "--master", o.listen, "--listen", absl::StrCat(host, ":0"),
-                                     "--name", name, "--root", (fs::path(data) / "agents" / name).string(),
-                                     "--capacity", capacity, "--attr", absl::StrCat("rack=r", i / 2),
-                                     // Agents on one machine share its ports: give each its own range.
-                                     "--ports", absl::StrCat(20000 + 1000 * i, "-", 20999 + 1000 * i),
-                                     "--stop-tasks-on-exit"},
-                                    (fs::path(data) / "logs" / (name + ".log")).string())});
-  }
-  std::string why;
-  if (!WaitReady(o.listen, o.agents, 30'000, &why)) {
+  const std::string exe = SelfExe();
+  const Slice slice = SliceMachine(o, data);
+  std::vector<Child> children = {StartMaster(o, data, exe)};
+  WriteChildren(data, children);
+  absl::StatusOr<std::string> master = MasterAddress(o, data, children[0]);
+  if (!master.ok()) {
     StopAll(children);
-    std::remove(pidfile.c_str());
+    report(absl::StrCat(master.status().message(), "\n"), false);
+    return 1;
+  }
+  for (Child& c : StartAgents(o, data, exe, *master, slice)) children.push_back(std::move(c));
+  WriteChildren(data, children);
+
+  std::string why;
+  if (!WaitReady(*master, o.agents, 30'000, &why)) {
+    StopAll(children);
     report(absl::StrCat("the cell did not come up within 30 s: ", why, " (see ", data, "/logs)\n"), false);
     return 1;
   }
-  std::string text = absl::StrCat("Herd cell '", o.cell, "' is up (pid ", getpid(), ").\n", "  master  ", o.listen,
-                                  "   data: ", data, "   logs: ", data, "/logs\n", "  agents  ");
-  for (int i = 0; i < o.agents; ++i) {
-    absl::StrAppend(&text, i ? ", " : "", names[i], " (rack r", i / 2, ")");
-  }
-  absl::StrAppend(&text, "; each with cpu ", FormatCpu(cpu), ", memory ", FormatBytes(mem), "\n");
-  absl::StrAppend(&text, "Try:\n  herd submit examples/hello.yaml\n  herd jobs\n  herd status hello\n"
-                         "  herd logs hello/0\n  herd machines\n");
-  if (o.listen != "127.0.0.1:7070") absl::StrAppend(&text, "(set HERD_MASTER=", o.listen, " first)\n");
-  absl::StrAppend(&text, o.detach ? absl::StrCat("Stop it with: herd down --data ", data, "\n")
-                                  : "Stop it with Ctrl-C.\n");
-  report(text, true);
+  report(Greeting(o, data, *master, slice), true);
 
-  InstallStopSignalHandlers(o.detach ? Hangup::kIgnore : Hangup::kStop);
-  // Watch the children: report any that exits on its own. It is not
-  // restarted, so failures stay visible (restart the cell to bring it back).
-  while (true) {
-    if (WaitForStopSignal(500) != 0) break;
-    int status = 0;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-      for (Child& c : children) {
-        if (c.pid != pid) continue;  // else: an orphaned shim, just reaped
-        std::fprintf(stderr, "herd up: %s exited (%s %d); the rest of the cell keeps running\n", c.name.c_str(),
-                     WIFSIGNALED(status) ? "signal" : "code",
-                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        c.pid = -1;
-      }
-    }
-  }
+  Supervise(children, o.detach ? Hangup::kIgnore : Hangup::kStop);
   std::fprintf(stderr, "herd up: stopping the cell (tasks are stopped, state stays in %s)\n", data.c_str());
   StopAll(children);
-  std::remove(pidfile.c_str());
+  // What the agents could not stop (or runs no agent knew of).
+  if (int left = KillTasks(data); left > 0) {
+    std::fprintf(stderr, "herd up: killed %d task processes the agents left\n", left);
+  }
+  std::remove(ChildrenPath(data).c_str());
   return 0;
 }
 
 int RunDown(const std::string& data_dir) {
-  std::string data = data_dir.empty() ? DefaultUpDir() : data_dir;
-  std::ifstream in(fs::path(data) / "up.pid");
-  pid_t pid = 0;
-  if (!(in >> pid) || pid <= 0 || kill(pid, 0) != 0) {
+  const std::string data = data_dir.empty() ? DefaultUpDir() : data_dir;
+  const pid_t holder = CellLock::Holder(data);
+  if (holder != 0) {
+    if (holder > 0) kill(holder, SIGTERM);
+    // The cell stops its agents (which stop their tasks) and its master,
+    // then exits, which drops the lock.
+    const int64_t deadline = SteadyNowMs() + 120'000;
+    while (CellLock::Holder(data) != 0 && SteadyNowMs() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (CellLock::Holder(data) != 0) {
+      std::fprintf(stderr, "herd down: the cell (pid %d) did not stop within 120 s\n", holder);
+      return 1;
+    }
+  }
+  // Whatever a killed cell left: its master and agents, and their tasks.
+  int leftovers = 0;
+  for (const ChildRecord& c : ReadChildren(data)) {
+    if (!agent::IsRunning(c.id)) continue;
+    kill(c.id.pid, SIGKILL);
+    ++leftovers;
+  }
+  leftovers += KillTasks(data);
+  std::vector<std::pair<std::string, ProcessId>> alive = CellProcesses(data);
+  if (!alive.empty()) {
+    std::string list;
+    for (const auto& [what, id] : alive) absl::StrAppend(&list, list.empty() ? "" : ", ", what, " (pid ", id.pid, ")");
+    std::fprintf(stderr, "herd down: processes of the cell in %s survive SIGKILL: %s\n", data.c_str(), list.c_str());
+    return 1;
+  }
+  std::remove(ChildrenPath(data).c_str());
+  if (holder == 0 && leftovers == 0) {
     std::fprintf(stderr, "herd down: no cell is running from %s\n", data.c_str());
     return 1;
   }
-  kill(pid, SIGTERM);
-  for (int i = 0; i < 900; ++i) {
-    if (kill(pid, 0) != 0) {
-      std::printf("cell stopped (state kept in %s)\n", data.c_str());
-      return 0;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (holder == 0) {
+    std::printf("no cell was running from %s; stopped %d processes a killed cell left (state kept)\n", data.c_str(),
+                leftovers);
+  } else {
+    std::printf("cell stopped (state kept in %s)\n", data.c_str());
   }
-  std::fprintf(stderr, "herd down: the cell (pid %d) did not stop within 90 s\n", pid);
-  return 1;
+  return 0;
 }
 
 }  // namespace herd

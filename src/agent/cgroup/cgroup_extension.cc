@@ -100,7 +100,7 @@ std::shared_ptr<CgroupExtension> CgroupExtension::Create(CgroupOptions options) 
 }
 
 CgroupExtension::CgroupExtension(CgroupOptions options, std::unique_ptr<CgroupDriver> driver)
-    : options_(std::move(options)), agent_group_(MakeAgentGroup(options_)), driver_(std::move(driver)) {}
+    : options_(std::move(options)), agent_group_(AgentGroupOf(options_)), driver_(std::move(driver)) {}
 
 absl::Status CgroupExtension::SetUp() {
   const std::string ls = AgentGroup() + "/ls";
@@ -149,7 +149,7 @@ std::string CgroupExtension::version() const { return driver_ ? std::string(driv
 
 std::string CgroupExtension::AgentGroup() const { return agent_group_; }
 
-std::string CgroupExtension::MakeAgentGroup(const CgroupOptions& o) {
+std::string CgroupExtension::AgentGroupOf(const CgroupOptions& o) {
   std::string name = o.agent_name;
   if (!o.owner_dir.empty()) {
     std::error_code ec;
@@ -454,6 +454,24 @@ void CgroupExtension::EvictLocked(const std::vector<RunView>& runs, int64_t now)
     control_->KillAttempt(id, why, /*evict=*/true);
   }
   evict_hold_until_ms_ = now + options_.eviction_hold_ms;
+}
+
+int KillAgentGroups(const CgroupOptions& o) {
+  if (o.root == "none") return 0;
+  absl::StatusOr<std::unique_ptr<CgroupDriver>> driver = OpenCgroupDriver(o.root, o.clock);
+  if (!driver.ok()) return 0;
+  const std::string agent = CgroupExtension::AgentGroupOf(o);
+  int killed = 0;
+  for (const char* cls : {"/ls", "/batch"}) {
+    for (const std::string& run : (*driver)->Children(agent + cls)) {
+      const std::string group = absl::StrCat(agent, cls, "/", run);
+      const size_t pids = (*driver)->Pids(group).size();
+      if (pids == 0) continue;
+      killed += static_cast<int>(pids);
+      if (absl::Status st = (*driver)->Kill(group, 1000); !st.ok()) HERD_LOG_WARN("{}: {}", group, st.ToString());
+    }
+  }
+  return killed;
 }
 
 }  // namespace herd::agent

@@ -89,6 +89,12 @@ struct CgroupOptions {
   Clock* clock = RealClock::Get();
 };
 
+// Kills every process left in the groups of the agent `o` describes (its
+// ls/ and batch/ runs), without the agent: `herd down` uses it for a local
+// cell whose agents were killed. Returns how many processes it signalled;
+// 0 without cgroups.
+int KillAgentGroups(const CgroupOptions& o);
+
 class CgroupExtension : public Extension {
  public:
   // Sets up <parent>/<agent>/{ls,batch}. If cgroups are asked for but cannot
@@ -103,6 +109,8 @@ class CgroupExtension : public Extension {
 
   // The group (relative to the root) of the agent, of batch/, of a run.
   std::string AgentGroup() const;
+  // The agent group an agent with these options uses.
+  static std::string AgentGroupOf(const CgroupOptions& o);
   std::string BatchGroup() const { return AgentGroup() + "/batch"; }
   std::string GroupOf(const v1::TaskRun& spec) const;
   static bool IsBatch(const v1::TaskRun& spec);
@@ -136,7 +144,6 @@ class CgroupExtension : public Extension {
   };
 
   CgroupExtension(CgroupOptions options, std::unique_ptr<CgroupDriver> driver);
-  static std::string MakeAgentGroup(const CgroupOptions& o);
   absl::Status SetUp();
   void SampleRunsLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SampleMachineLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -49,7 +49,12 @@ int RunMaster(const ServerOptions& options) {
   }
   (*core)->Start();
   {
-    std::ofstream(std::filesystem::path(options.data_dir) / "master.addr") << bound << "\n";
+    // Whole or not at all (renamed into place): `herd up --listen HOST:0`
+    // and the tests read it to find the port.
+    const std::filesystem::path addr = std::filesystem::path(options.data_dir) / "master.addr";
+    std::ofstream(addr.string() + ".tmp") << bound << "\n";
+    std::error_code ec;
+    std::filesystem::rename(addr.string() + ".tmp", addr, ec);
   }
   HERD_LOG_INFO("master of cell '{}' listening on {} (data in {}, recovered in {:.1f} ms, scheduler {})",
                 options.core.cell_name, bound, options.data_dir, recover_ms,

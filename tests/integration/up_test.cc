@@ -1,0 +1,218 @@
+// `herd up` and `herd down` after a crash (issue #9): a local cell whose
+// every process is SIGKILLed while tasks run comes back on the same data
+// directory and re-adopts the tasks (same pids, not restarted), the lock of
+// the dead cell does not block it and no task holds it, and `herd down`
+// leaves no process of the cell behind, also when no cell is running any
+// more. Real processes on loopback.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "harness/harness.h"
+
+namespace herd {
+namespace {
+
+namespace fs = std::filesystem;
+using harness::Eventually;
+using harness::ProcInfo;
+using harness::RunResult;
+using namespace std::chrono_literals;
+
+class UpTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    // Whatever a failed test left: the cell's daemons and tasks.
+    harness::Run({harness::HerdBinary(), "down", "--data", data_}, 180s);
+    harness::KillProcessesUnder(data_);
+  }
+
+  RunResult Up() {
+    return harness::Run({harness::HerdBinary(), "up", "--detach", "--data", data_, "--listen", "127.0.0.1:0",
+                         "--agents", "2", "--poll-interval", "200ms"},
+                        120s);
+  }
+  RunResult Down() { return harness::Run({harness::HerdBinary(), "down", "--data", data_}, 180s); }
+
+  // The address the cell's master serves on (it picked a free port).
+  std::string Master() const {
+    return std::string(absl::StripAsciiWhitespace(harness::ReadFileOrEmpty(data_ + "/master/master.addr")));
+  }
+  RunResult Herd(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {harness::HerdBinary(), "--master", Master()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return harness::Run(argv, 60s);
+  }
+
+  // The pids of `herd up` itself (the lock's holder) and of its master and
+  // agents (up.children).
+  std::map<std::string, pid_t> CellDaemons() const {
+    std::map<std::string, pid_t> out;
+    pid_t up = 0;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(harness::ReadFileOrEmpty(data_ + "/up.lock")), &up)) {
+      out["up"] = up;
+    }
+    for (absl::string_view line : absl::StrSplit(harness::ReadFileOrEmpty(data_ + "/up.children"), '\n')) {
+      std::vector<std::string> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      pid_t pid = 0;
+      if (f.size() == 3 && absl::SimpleAtoi(f[1], &pid)) out[f[0]] = pid;
+    }
+    return out;
+  }
+
+  // The job's tasks once all are RUNNING and active.
+  v1::ListTasksResponse WaitActive(const std::string& job, int n) {
+    v1::ListTasksResponse last;
+    bool ok = Eventually(
+        [&] {
+          RunResult r = Herd({"tasks", job, "--json"});
+          if (r.exit_code != 0) return false;
+          absl::StatusOr<v1::ListTasksResponse> t = harness::ParseJsonAs<v1::ListTasksResponse>(r.out);
+          if (!t.ok()) return false;
+          last = *t;
+          return t->tasks_size() == n && harness::CountTasks(*t, v1::Task::RUNNING, v1::Task::ACTIVE) == n;
+        },
+        60s, 100ms);
+    EXPECT_TRUE(ok) << harness::Summarize(last) << Logs();
+    return last;
+  }
+
+  std::string Logs() const {
+    std::string out;
+    for (const char* f : {"up.log", "logs/master.log", "logs/m0.log", "logs/m1.log"}) {
+      absl::StrAppend(&out, "\n---- ", f, " ----\n", harness::ReadFileOrEmpty(data_ + "/" + f));
+    }
+    return out;
+  }
+
+  // True if `pid` has a file descriptor open on `path`.
+  static bool HoldsFile(pid_t pid, const std::string& path) {
+    std::error_code ec;
+    for (const auto& fd : fs::directory_iterator(absl::StrCat("/proc/", pid, "/fd"), ec)) {
+      std::error_code ec2;
+      if (fs::read_symlink(fd.path(), ec2).string() == path) return true;
+    }
+    return false;
+  }
+
+  harness::TestDir dir_;
+  const std::string data_ = dir_.Sub("cell");
+};
+
+const char* const kJob =
+    "name: sleepers\nuser: alice\npriority: production\ntasks: 3\n"
+    "command: [\"sleep\", \"3600\"]\nresources: {cpu: 50m, memory: 16Mi}\n";
+
+TEST_F(UpTest, AKilledCellComesBackOnItsDataAndReadoptsItsTasksAndDownLeavesNothing) {
+  RunResult up = Up();
+  ASSERT_EQ(up.exit_code, 0) << up.Describe() << Logs();
+  ASSERT_FALSE(Master().empty());
+  RunResult sub = Herd({"submit", dir_.Write("job.yaml", kJob)});
+  ASSERT_EQ(sub.exit_code, 0) << sub.Describe();
+  v1::ListTasksResponse before = WaitActive("sleepers", 3);
+  ASSERT_FALSE(HasFailure());
+  std::vector<ProcInfo> tasks;
+  for (const v1::Task& t : before.tasks()) {
+    std::optional<ProcInfo> p = harness::ReadProc(static_cast<pid_t>(t.pid()));
+    ASSERT_TRUE(p) << "task " << t.index() << " pid " << t.pid();
+    tasks.push_back(*p);
+  }
+
+  // kill -9 of the whole cell: `herd up`, its master and its agents.
+  std::map<std::string, pid_t> daemons = CellDaemons();
+  ASSERT_EQ(daemons.size(), 4u) << "up, master, m0, m1";
+  std::vector<ProcInfo> dead;
+  for (const auto& [name, pid] : daemons) {
+    std::optional<ProcInfo> p = harness::ReadProc(pid);
+    ASSERT_TRUE(p) << name;
+    dead.push_back(*p);
+    ASSERT_EQ(kill(pid, SIGKILL), 0) << name;
+  }
+  ASSERT_TRUE(Eventually([&] {
+    for (const ProcInfo& p : dead) {
+      if (harness::ProcessAlive(p)) return false;
+    }
+    return true;
+  }));
+  for (const ProcInfo& t : tasks) EXPECT_TRUE(harness::ProcessAlive(t)) << "task " << t.pid << " died with the cell";
+
+  // The same command brings the cell back: the dead cell's lock is gone with
+  // it, and its tasks are re-adopted, not restarted.
+  up = Up();
+  ASSERT_EQ(up.exit_code, 0) << up.Describe() << Logs();
+  v1::ListTasksResponse after = WaitActive("sleepers", 3);
+  ASSERT_FALSE(HasFailure());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(after.tasks(i).pid(), before.tasks(i).pid()) << "task " << i << " was restarted";
+    EXPECT_EQ(after.tasks(i).incarnation(), before.tasks(i).incarnation()) << "task " << i << " was moved";
+    EXPECT_EQ(after.tasks(i).restarts(), 0) << "task " << i;
+  }
+  // Only `herd up` holds the cell's lock: not its master or agents, not a
+  // task or a shim (or the lock would outlive the cell).
+  const std::string lock = fs::canonical(data_ + "/up.lock").string();
+  std::map<std::string, pid_t> holders = CellDaemons();
+  ASSERT_EQ(holders.size(), 4u);
+  EXPECT_TRUE(HoldsFile(holders["up"], lock));
+  holders.erase("up");
+  for (const ProcInfo& p : harness::ProcessesUnder(data_ + "/agents")) holders[absl::StrCat("pid ", p.pid)] = p.pid;
+  for (const auto& [name, pid] : holders) EXPECT_FALSE(HoldsFile(pid, lock)) << name << " holds " << lock;
+
+  // herd down: nothing of the cell is left.
+  std::map<std::string, pid_t> second = CellDaemons();
+  std::vector<ProcInfo> cell;
+  for (const auto& [name, pid] : second) {
+    if (std::optional<ProcInfo> p = harness::ReadProc(pid)) cell.push_back(*p);
+  }
+  for (const ProcInfo& p : harness::ProcessesUnder(data_ + "/agents")) cell.push_back(p);
+  ASSERT_GE(cell.size(), 4u + 3u);
+  RunResult down = Down();
+  EXPECT_EQ(down.exit_code, 0) << down.Describe();
+  EXPECT_TRUE(absl::StartsWith(down.out, "cell stopped")) << down.out;
+  for (const ProcInfo& p : cell) {
+    EXPECT_FALSE(harness::ProcessAlive(p)) << "pid " << p.pid << " (" << absl::StrJoin(p.cmdline, " ")
+                                           << ") outlived herd down";
+  }
+  for (const ProcInfo& t : tasks) EXPECT_FALSE(harness::ProcessAlive(t)) << "task " << t.pid;
+  EXPECT_TRUE(harness::ProcessesUnder(data_).empty());
+}
+
+TEST_F(UpTest, DownAfterTheWholeCellWasKilledStopsWhatItLeft) {
+  RunResult up = Up();
+  ASSERT_EQ(up.exit_code, 0) << up.Describe() << Logs();
+  ASSERT_EQ(Herd({"submit", dir_.Write("job.yaml", kJob)}).exit_code, 0);
+  v1::ListTasksResponse before = WaitActive("sleepers", 3);
+  ASSERT_FALSE(HasFailure());
+  std::vector<ProcInfo> left;
+  for (const auto& [name, pid] : CellDaemons()) {
+    std::optional<ProcInfo> p = harness::ReadProc(pid);
+    ASSERT_TRUE(p) << name;
+    ASSERT_EQ(kill(pid, SIGKILL), 0) << name;
+  }
+  for (const ProcInfo& p : harness::ProcessesUnder(data_ + "/agents")) left.push_back(p);
+  ASSERT_GE(left.size(), 3u);
+
+  RunResult down = Down();
+  EXPECT_EQ(down.exit_code, 0) << down.Describe();
+  EXPECT_TRUE(absl::StrContains(down.out, "no cell was running")) << down.out;
+  for (const ProcInfo& p : left) EXPECT_FALSE(harness::ProcessAlive(p)) << "pid " << p.pid;
+  EXPECT_TRUE(harness::ProcessesUnder(data_).empty());
+
+  // Nothing left: a second herd down says so and fails.
+  down = Down();
+  EXPECT_EQ(down.exit_code, 1) << down.Describe();
+  EXPECT_TRUE(absl::StrContains(down.err, "no cell is running from")) << down.err;
+}
+
+}  // namespace
+}  // namespace herd
