@@ -1,6 +1,6 @@
 # Enforces DESIGN §3's dependency table at configure time: a target that links
 # (directly or transitively) something its row forbids stops the build with a
-# message naming the path. tests/deps_check.sh checks the #include side.
+# message naming the path. cmake/check_includes.sh checks the #include side.
 include_guard(GLOBAL)
 
 # Collects the transitive link closure of `target` into `out`.
@@ -50,8 +50,11 @@ function(herd_check_dependencies)
   _herd_forbid(herd_sched_server "herd_master|herd_store|herd_agent|herd_cli" "the master, a store, the agent or the CLI")
   _herd_forbid(herd_store "${GRPC}|herd_sched" "gRPC or the scheduler")
   _herd_forbid(herd_store_sqlite "${GRPC}|herd_sched" "gRPC or the scheduler")
-  _herd_forbid(herd_master_core "${GRPC}|${SQLITE}|herd_store_sqlite|herd_store_etcd" "gRPC or a concrete store backend")
-  _herd_forbid(herd_sim "${GRPC}|herd_agent|herd_store_sqlite" "gRPC, agent or a concrete store")
+  set(READERS "yaml|jsonnet|JSONNET|herd_spec$")
+  _herd_forbid(herd_spec_validate "${GRPC}|${SQLITE}|${READERS}" "gRPC, SQLite or the spec readers")
+  _herd_forbid(herd_master_core "${GRPC}|${SQLITE}|herd_store_sqlite|herd_store_etcd|${READERS}"
+               "gRPC, a concrete store backend or the spec readers (herd_spec_validate is enough)")
+  _herd_forbid(herd_sim "${GRPC}|herd_agent|herd_store_sqlite|${READERS}" "gRPC, agent, a concrete store or the spec readers")
   _herd_forbid(herd_agent "herd_cell|herd_sched|herd_master|herd_store" "cell, scheduler, master or store")
   _herd_forbid(herd_master_server "herd_agent_server|herd_cli" "another server or the CLI")
   _herd_forbid(herd_agent_server "herd_master_server|herd_master_core|herd_cli" "the master or the CLI")

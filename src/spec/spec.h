@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "herd/v1/objects.pb.h"
+#include "spec/validate.h"  // Validate(): every parsed spec has passed it
 
 namespace herd::spec {
 
@@ -45,10 +46,5 @@ absl::StatusOr<std::vector<v1::JobSpec>> ParseFile(const std::string& path, cons
 // for kAuto, as JobSpec.source, and (for Jsonnet) to resolve relative imports.
 absl::StatusOr<std::vector<v1::JobSpec>> ParseText(absl::string_view text, absl::string_view source_name,
                                                    Format format, const ParseOptions& opts = {});
-
-// Semantic validation of a spec from any source (also the API): names,
-// ranges and limits, constraints, overrides, ${...} variables. The error lists
-// every problem, one per line, as "field.path: what is wrong".
-absl::Status Validate(const v1::JobSpec& spec);
 
 }  // namespace herd::spec

@@ -13,7 +13,6 @@
 #include "cell/task_template.h"
 #include "spec/constraint_text.h"
 #include "spec/limits.h"
-#include "spec/spec.h"
 
 namespace herd::spec {
 namespace {

@@ -16,7 +16,7 @@
 #include "cell/constraints.h"
 #include "master/core/admission.h"
 #include "master/core/recovery.h"
-#include "spec/spec.h"
+#include "spec/validate.h"
 
 namespace herd::master {
 

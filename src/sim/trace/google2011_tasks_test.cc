@@ -18,7 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "base/ids.h"
 #include "base/priority.h"
-#include "spec/spec.h"
+#include "spec/validate.h"
 
 namespace herd::sim {
 namespace {

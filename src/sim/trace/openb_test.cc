@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
-#include "spec/spec.h"
+#include "spec/validate.h"
 
 namespace herd::sim {
 namespace {
