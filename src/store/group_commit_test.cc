@@ -11,6 +11,7 @@
 #include "store/log_store.h"
 #include "store/sqlite/sqlite_log_store.h"
 #include "store/test_util.h"
+#include "testing/eventually.h"
 
 namespace herd::store {
 namespace {
@@ -150,11 +151,10 @@ TEST(GroupCommitLogTest, CallsOnDurableWithIncreasingRevisions) {
   for (int64_t r = 1; r <= 200; ++r) log.Enqueue(Range(r, r));
   ASSERT_TRUE(log.WaitDurable(200).ok());
   // The callback runs after the revision is published; wait for the last one.
-  for (int i = 0; i < 1000; ++i) {
+  EXPECT_TRUE(herd::testing::Eventually([&] {
     std::lock_guard l(mu);
-    if (!seen.empty() && seen.back() == 200) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+    return !seen.empty() && seen.back() == 200;
+  }));
   std::lock_guard l(mu);
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.back(), 200);

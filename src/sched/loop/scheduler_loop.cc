@@ -149,7 +149,7 @@ absl::Status SchedulerLoop::Pass() {
     return absl::OkStatus();
   }
   const int64_t revision = replica_.revision();
-  auto start = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
   const int64_t now_ms = clock_->NowMs();
   PassResult result = scheduler_.RunPass(replica_, now_ms);
   const int64_t us =
@@ -157,23 +157,7 @@ absl::Status SchedulerLoop::Pass() {
   if (options_.max_tasks_per_pass > 0 && result.tasks_considered >= options_.max_tasks_per_pass) {
     dirty_ = true;  // the pass stopped early: more to look at
   }
-
-  v1::ProposeRequest req;
-  req.set_scheduler(options_.name);
-  req.set_based_on_revision(revision);
-  for (v1::TaskScheduled& p : result.proposals) {
-    if (p.scheduler().empty()) p.set_scheduler(options_.name);
-    if (p.based_on_revision() == 0) p.set_based_on_revision(revision);
-    *req.add_placements() = std::move(p);
-  }
-  for (const PendingClass& c : result.pending) {
-    v1::PendingDiagnosis* d = req.add_pending();
-    c.why.ToProto(d);
-    d->set_job(c.job);
-    for (int32_t i : c.indexes) d->add_indexes(i);
-    d->set_revision(revision);
-    d->set_scheduler(options_.name);
-  }
+  const v1::ProposeRequest req = ToProposal(result, revision);
   {
     absl::MutexLock l(&mu_);
     ++stats_.passes;
@@ -192,47 +176,76 @@ absl::Status SchedulerLoop::Pass() {
     ++stats_.errors;
     return absl::Status(resp.status().code(), absl::StrCat("cannot propose: ", resp.status().message()));
   }
-  int64_t accepted = 0, rejected = 0;
-  std::string first_reason;
+  const Outcome outcome = Tally(req, *resp, options_.name);
+  AfterProposal(outcome, was_retry);
+  if (req.placements_size() > 0) LogPass(revision, req, outcome, result.unplaced, us);
+  absl::MutexLock l(&mu_);
+  stats_.proposed += req.placements_size();
+  stats_.accepted += outcome.accepted;
+  stats_.rejected += outcome.rejected;
+  return absl::OkStatus();
+}
+
+v1::ProposeRequest SchedulerLoop::ToProposal(PassResult& result, int64_t revision) const {
+  v1::ProposeRequest req;
+  req.set_scheduler(options_.name);
+  req.set_based_on_revision(revision);
+  for (v1::TaskScheduled& p : result.proposals) {
+    if (p.scheduler().empty()) p.set_scheduler(options_.name);
+    if (p.based_on_revision() == 0) p.set_based_on_revision(revision);
+    *req.add_placements() = std::move(p);
+  }
+  for (const PendingClass& c : result.pending) {
+    v1::PendingDiagnosis* d = req.add_pending();
+    c.why.ToProto(d);
+    d->set_job(c.job);
+    for (int32_t i : c.indexes) d->add_indexes(i);
+    d->set_revision(revision);
+    d->set_scheduler(options_.name);
+  }
+  return req;
+}
+
+SchedulerLoop::Outcome SchedulerLoop::Tally(const v1::ProposeRequest& req, const v1::ProposeResponse& resp,
+                                            absl::string_view name) {
+  Outcome out;
   for (int i = 0; i < req.placements_size(); ++i) {
-    if (i < resp->results_size() && resp->results(i).accepted()) {
-      ++accepted;
+    const bool answered = i < resp.results_size();
+    if (answered && resp.results(i).accepted()) {
+      ++out.accepted;
       continue;
     }
-    ++rejected;
-    if (first_reason.empty()) {
-      first_reason = i < resp->results_size() ? resp->results(i).reason() : "no answer for this placement";
-    }
-    HERD_LOG_DEBUG("{}: proposal {}/{} -> {} rejected: {}", options_.name, req.placements(i).job(),
-                   req.placements(i).index(), req.placements(i).machine(),
-                   i < resp->results_size() ? resp->results(i).reason() : "no answer");
+    ++out.rejected;
+    const std::string reason = answered ? resp.results(i).reason() : "no answer for this placement";
+    if (out.first_reason.empty()) out.first_reason = reason;
+    HERD_LOG_DEBUG("{}: proposal {}/{} -> {} rejected: {}", name, req.placements(i).job(), req.placements(i).index(),
+                   req.placements(i).machine(), reason);
   }
-  if (rejected > 0) {
-    // Stale: retry once the replica has caught up. If this was already a
-    // retry and nothing new arrived meanwhile, wait longer next time.
+  return out;
+}
+
+void SchedulerLoop::AfterProposal(const Outcome& outcome, bool was_retry) {
+  if (outcome.rejected > 0) {
     retry_ = true;
     scheduler_.ForgetFailures();  // capacity the pass counted as taken is still free
     if (was_retry) retry_wait_ms_ = std::min(retry_wait_ms_ * 2, loop_.max_retry_wait_ms);
   } else {
     retry_wait_ms_ = loop_.retry_wait_ms;
   }
-  if (req.placements_size() > 0) {
-    if (loop_.log_passes) {
-      HERD_LOG_INFO("{}: pass at revision {}: {} proposed, {} accepted, {} rejected{}{}; {} left pending; {:.1f} ms",
-                    options_.name, revision, req.placements_size(), accepted, rejected,
-                    rejected > 0 ? " (first: " : "", rejected > 0 ? first_reason + ")" : "", result.unplaced,
-                    us / 1000.0);
-    } else {
-      HERD_LOG_DEBUG("{}: pass at revision {}: {} proposed, {} accepted, {} rejected; {} left pending; {:.1f} ms",
-                     options_.name, revision, req.placements_size(), accepted, rejected, result.unplaced,
-                     us / 1000.0);
-    }
+}
+
+void SchedulerLoop::LogPass(int64_t revision, const v1::ProposeRequest& req, const Outcome& outcome,
+                            int64_t unplaced, int64_t us) const {
+  if (loop_.log_passes) {
+    HERD_LOG_INFO("{}: pass at revision {}: {} proposed, {} accepted, {} rejected{}{}; {} left pending; {:.1f} ms",
+                  options_.name, revision, req.placements_size(), outcome.accepted, outcome.rejected,
+                  outcome.rejected > 0 ? " (first: " : "", outcome.rejected > 0 ? outcome.first_reason + ")" : "",
+                  unplaced, us / 1000.0);
+  } else {
+    HERD_LOG_DEBUG("{}: pass at revision {}: {} proposed, {} accepted, {} rejected; {} left pending; {:.1f} ms",
+                   options_.name, revision, req.placements_size(), outcome.accepted, outcome.rejected, unplaced,
+                   us / 1000.0);
   }
-  absl::MutexLock l(&mu_);
-  stats_.proposed += req.placements_size();
-  stats_.accepted += accepted;
-  stats_.rejected += rejected;
-  return absl::OkStatus();
 }
 
 }  // namespace herd::sched

@@ -116,8 +116,24 @@ class SchedulerLoop {
   const cell::CellState& replica() const { return replica_; }
 
  private:
+  // How the master answered one pass's proposals.
+  struct Outcome {
+    int64_t accepted = 0;
+    int64_t rejected = 0;
+    std::string first_reason;  // of the first rejection
+  };
+
   absl::Status Bootstrap();
+  // One pass over the replica: schedule, propose, learn from the answer.
   absl::Status Pass();
+  // The pass's placements and why-pending diagnoses as one request.
+  v1::ProposeRequest ToProposal(PassResult& result, int64_t revision) const;
+  static Outcome Tally(const v1::ProposeRequest& req, const v1::ProposeResponse& resp, absl::string_view name);
+  // Stale proposals: retry once the replica has caught up (backing off if a
+  // retry found nothing new); otherwise retry quickly next time.
+  void AfterProposal(const Outcome& outcome, bool was_retry);
+  void LogPass(int64_t revision, const v1::ProposeRequest& req, const Outcome& outcome, int64_t unplaced,
+               int64_t us) const;
   bool stopping() const;
 
   ChangeSource* const source_;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "testing/builders.h"
+#include "testing/eventually.h"
 
 namespace herd::sched {
 namespace {
@@ -293,10 +294,7 @@ TEST_F(LoopTest, RunsOnItsOwnThreadUntilStopped) {
   master_.Commit(Register(MachineBuilder("m1").Build()));
   master_.Commit(Submit(JobBuilder("web").Tasks(2).Build()));
   loop_.Start();
-  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (loop_.stats().accepted < 2 && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  EXPECT_TRUE(Eventually([&] { return loop_.stats().accepted >= 2; }));
   loop_.Stop();
   EXPECT_EQ(loop_.stats().accepted, 2);
 }
