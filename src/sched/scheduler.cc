@@ -9,44 +9,15 @@
 #include "base/priority.h"
 #include "base/rng.h"
 #include "sched/diagnosis/diagnosis.h"
-#include "cell/constraints.h"
+#include "sched/equiv/candidates.h"
+#include "sched/equiv/classes.h"
+#include "sched/equiv/score_cache.h"
 #include "sched/framework/pass_context.h"
 #include "sched/preempt/preempt.h"
 #include "sched/queue/queue.h"
 
 namespace herd::sched {
 namespace {
-
-// A feasible machine in a class's heap, with the score it had when computed
-// and what it was computed against.
-struct Candidate {
-  float score = 0;
-  int32_t machine = 0;
-  uint32_t version = 0;      // MachineView::version when scored (UINT32_MAX: from an earlier pass)
-  uint32_t job_version = 0;  // JobPlacements::version when scored
-  uint32_t round = 0;        // ClassState::round when scored (score cache off)
-  int64_t cpu_at = 0;        // free CPU and memory when scored
-  int64_t mem_at = 0;
-};
-
-// std::push_heap keeps the greatest first: higher score, then lower machine.
-bool HeapLess(const Candidate& a, const Candidate& b) {
-  if (a.score != b.score) return a.score < b.score;
-  return a.machine > b.machine;
-}
-
-// Identifies an equivalence class: the job and the resources, or one task.
-struct ClassKey {
-  const cell::Job* job = nullptr;
-  const cell::Task* task = nullptr;  // classes of one
-  ResourceVector resources;
-  bool operator==(const ClassKey& o) const { return job == o.job && task == o.task && resources == o.resources; }
-  template <typename H>
-  friend H AbslHashValue(H h, const ClassKey& k) {
-    return H::combine(std::move(h), k.job, k.task, k.resources.cpu_millis, k.resources.memory_bytes,
-                      k.resources.disk_bytes, k.resources.ports, k.resources.extended.size());
-  }
-};
 
 struct ClassState {
   TaskClass cls;
@@ -64,47 +35,6 @@ struct ClassState {
 };
 
 }  // namespace
-
-// Candidates kept from one pass to the next for classes still pending, so an
-// online pass resumes where the last one stopped instead of rescoring.
-class ScoreCache {
- public:
-  struct Entry {
-    int32_t machine;
-    float score;
-    int64_t machine_revision;  // cell::Machine::state_revision when scored
-    int64_t cpu_at, mem_at;
-  };
-  struct Key {
-    std::string job;
-    int64_t submit_revision;
-    ResourceVector resources;
-    bool operator==(const Key& o) const {
-      return job == o.job && submit_revision == o.submit_revision && resources == o.resources;
-    }
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.job, k.submit_revision, k.resources.cpu_millis, k.resources.memory_bytes);
-    }
-  };
-  struct Value {
-    std::vector<Entry> entries;
-    size_t machines = 0;  // machine count when cached (indexes are positions)
-    uint64_t pass = 0;
-  };
-  absl::flat_hash_map<Key, Value> classes;
-  size_t total_entries = 0;
-  // Classes that found no machine, and when: they are not re-examined until
-  // the cell frees capacity (or, if they may preempt, places lower-priority
-  // work) -- what makes an online pass over a backlog cheap.
-  struct Failed {
-    int64_t revision = 0;
-    Diagnosis why;
-    uint64_t pass = 0;
-  };
-  absl::flat_hash_map<Key, Failed> failed;
-  static constexpr size_t kMaxEntries = 4'000'000;
-};
 
 class PassRunner {
  public:
@@ -145,14 +75,13 @@ class PassRunner {
 };
 
 ClassState& PassRunner::ClassFor(const cell::Task* t) {
-  const bool shared = opt_.equivalence_classes && t->avoid.empty();
+  const bool shared = SharesClass(t, opt_.equivalence_classes);
   // The queue yields a job's tasks together: reuse the last class if it fits.
   if (shared && last_class_ != nullptr && last_class_->cls.job == t->job && last_class_->cls.only_task == nullptr &&
       last_class_->cls.limit == t->resources) {
     return *last_class_;
   }
-  ClassKey key{t->job, shared ? nullptr : t, t->resources};
-  auto [it, added] = classes_.try_emplace(key);
+  auto [it, added] = classes_.try_emplace(ClassKeyOf(t, shared));
   if (added) {
     it->second = std::make_unique<ClassState>();
     ClassState& cs = *it->second;
@@ -209,40 +138,24 @@ void PassRunner::Push(ClassState& cs, const MachineView& m, float score) {
 }
 
 bool PassRunner::StillFails(ClassState& cs) {
-  auto it = s_.cache_->failed.find(ScoreCache::Key{cs.cls.job->id, cs.cls.job->submit_revision, cs.cls.limit});
-  if (it == s_.cache_->failed.end()) return false;
-  const cell::CellState& st = ctx_.state();
-  const int64_t at = it->second.revision;
-  bool valid = st.freed_revision() <= at;
-  if (valid && opt_.preemption) {
-    for (int32_t p = 0; p < cs.cls.priority && valid; ++p) {
-      if (MayPreempt(cs.cls.priority, p) && st.placed_revision(p) > at) valid = false;
-    }
-  }
-  if (!valid) {
-    s_.cache_->failed.erase(it);
-    return false;
-  }
+  const Diagnosis* why =
+      s_.cache_->StillFailing(ScoreCache::KeyOf(cs.cls), ctx_.state(), cs.cls.priority, opt_.preemption, s_.passes_);
+  if (why == nullptr) return false;
   cs.failed = true;
-  cs.why = it->second.why;
-  it->second.pass = s_.passes_;
+  cs.why = *why;
   ++out_.classes_skipped;
   return true;
 }
 
 void PassRunner::SeedFromCache(ClassState& cs) {
-  auto it = s_.cache_->classes.find(
-      ScoreCache::Key{cs.cls.job->id, cs.cls.job->submit_revision, cs.cls.limit});
-  if (it == s_.cache_->classes.end() || it->second.machines != ctx_.views().size()) return;
+  std::vector<ScoreCache::Entry> kept = s_.cache_->Candidates(ScoreCache::KeyOf(cs.cls), ctx_.views());
+  if (kept.empty()) return;
   cs.in_heap.assign(ctx_.views().size(), false);
-  for (const ScoreCache::Entry& e : it->second.entries) {
-    const MachineView& m = ctx_.views()[e.machine];
-    // A machine whose state or attributes changed is scanned afresh.
-    if (m.machine->state_revision != e.machine_revision) continue;
-    // Stale by version, so it is re-checked before use; its score is kept
-    // if the machine changed only a little (and nothing depends on the job).
-    uint32_t jv = profile_.scores_depend_on_job ? UINT32_MAX : 0;
-    cs.heap.push_back(Candidate{e.score, e.machine, UINT32_MAX, jv, 0, e.cpu_at, e.mem_at});
+  // Stale by version, so each is re-checked before use; its score is kept
+  // if the machine changed only a little (and nothing depends on the job).
+  const uint32_t jv = profile_.scores_depend_on_job ? UINT32_MAX : 0;
+  for (const ScoreCache::Entry& e : kept) {
+    cs.heap.push_back(Candidate{e.score, e.machine, Candidate::kFromCache, jv, 0, e.cpu_at, e.mem_at});
     cs.in_heap[e.machine] = true;
   }
   std::make_heap(cs.heap.begin(), cs.heap.end(), HeapLess);
@@ -253,46 +166,21 @@ void PassRunner::SaveToCache() {
   const uint64_t pass = s_.passes_;
   for (ClassState* cs : class_list_) {
     if (cs->cls.only_task != nullptr) continue;
-    ScoreCache::Key fkey{cs->cls.job->id, cs->cls.job->submit_revision, cs->cls.limit};
+    const ScoreCache::Key key = ScoreCache::KeyOf(cs->cls);
     if (cs->failed) {
-      ScoreCache::Failed& f = cache.failed[fkey];
-      if (f.pass != pass || f.revision == 0) {
-        f.revision = ctx_.state().revision();
-        f.why = cs->why;
-      }
-      f.pass = pass;
-    } else {
-      cache.failed.erase(fkey);
+      cache.Failed(key, ctx_.state().revision(), cs->why, pass);
+      continue;
     }
-    if (cs->cls.only_task != nullptr || cs->heap.empty() || cs->failed) continue;
-    ScoreCache::Key key{cs->cls.job->id, cs->cls.job->submit_revision, cs->cls.limit};
-    ScoreCache::Value& v = cache.classes[key];
-    cache.total_entries -= v.entries.size();
-    v.entries.clear();
-    v.machines = ctx_.views().size();
-    v.pass = pass;
+    cache.Fits(key);
+    if (cs->heap.empty()) continue;
+    std::vector<ScoreCache::Entry> entries;
+    entries.reserve(cs->heap.size());
     for (const Candidate& c : cs->heap) {
-      const MachineView& m = ctx_.views()[c.machine];
-      v.entries.push_back({c.machine, c.score, m.machine->state_revision, c.cpu_at, c.mem_at});
+      entries.push_back({c.machine, c.score, ctx_.views()[c.machine].machine->state_revision, c.cpu_at, c.mem_at});
     }
-    cache.total_entries += v.entries.size();
+    cache.Keep(key, std::move(entries), ctx_.views().size(), pass);
   }
-  for (auto it = cache.failed.begin(); it != cache.failed.end();) {
-    if (it->second.pass + 8 < pass) {
-      cache.failed.erase(it++);
-    } else {
-      ++it;
-    }
-  }
-  // Forget classes not seen for a while, and the oldest when too big.
-  for (auto it = cache.classes.begin(); it != cache.classes.end();) {
-    if (it->second.pass + 8 < pass || (cache.total_entries > ScoreCache::kMaxEntries && it->second.pass < pass)) {
-      cache.total_entries -= it->second.entries.size();
-      cache.classes.erase(it++);
-    } else {
-      ++it;
-    }
-  }
+  cache.Expire(pass);
 }
 
 void PassRunner::Scan(ClassState& cs, size_t enough) {
@@ -490,7 +378,7 @@ Scheduler::~Scheduler() = default;
 Scheduler::Scheduler(Scheduler&&) noexcept = default;
 Scheduler& Scheduler::operator=(Scheduler&&) noexcept = default;
 
-void Scheduler::ForgetFailures() { cache_->failed.clear(); }
+void Scheduler::ForgetFailures() { cache_->ForgetFailures(); }
 
 PassResult Scheduler::RunPass(const cell::CellState& state, int64_t now_ms) {
   PassResult out;

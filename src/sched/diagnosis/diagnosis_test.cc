@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/equiv/classes.h"
 #include "sched/framework/pass_context.h"
 #include "testing/builders.h"
 

@@ -17,8 +17,8 @@
 
 namespace herd::sched {
 
-// One equivalence class: tasks of one job with the same resources (and, for
-// tasks with their own avoid list, a class of one).
+// One equivalence class (sched/equiv/classes.h): tasks of one job with the
+// same resources (and, for tasks with their own avoid list, a class of one).
 struct TaskClass {
   const cell::Job* job = nullptr;
   const cell::Task* only_task = nullptr;  // set for a class of one task
@@ -109,10 +109,6 @@ class PassContext {
   absl::flat_hash_set<const cell::Task*> evicted_;
   double shape_ = 1.0;
 };
-
-// The equivalence class of `t`: shared by the tasks of its job with the same
-// resources, or (shared = false) of `t` alone.
-TaskClass MakeClass(const PassContext& ctx, const cell::Task* t, bool shared);
 
 inline uint64_t DomainKey(int domain, int32_t value) {
   return (static_cast<uint64_t>(domain) << 32) | static_cast<uint32_t>(value);

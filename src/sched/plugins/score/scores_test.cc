@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sched/equiv/classes.h"
 #include "sched/framework/pass_context.h"
 #include "sched/preempt/preempt.h"
 #include "testing/builders.h"
