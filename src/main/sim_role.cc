@@ -312,7 +312,7 @@ void AddCheckpointReplay(CLI::App* sim, int& rc) {
       return;
     }
     auto summary = [&](const char* when) {
-      v1::CellInfo i = (*d)->master().GetCell();
+      v1::CellInfo i = *(*d)->master().machines().GetCell(master::Principal::Internal("simulator"));
       std::printf("%s: revision %lld, %d machines (%d up), %d live jobs, tasks %d running / %d pending / %d dead\n",
                   when, static_cast<long long>(i.revision()), i.machines(), i.machines_up(), i.jobs(),
                   i.tasks_running(), i.tasks_pending(), i.tasks_dead());

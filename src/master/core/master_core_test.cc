@@ -8,7 +8,7 @@
 #include <set>
 #include <thread>
 
-#include "master/core/admission.h"
+#include "master/core/admission/quota.h"
 #include "master/core/link/reconcile.h"
 #include "master/core/recovery.h"
 #include "testing/builders.h"
@@ -38,18 +38,18 @@ class MasterCoreTest : public ::testing::Test {
   void Register(const std::string& name, int64_t cpu = 4000) {
     v1::RegisterMachineRequest r;
     *r.mutable_machine() = MachineBuilder(name).Cpu(cpu).Address(name + ":1").Build();
-    ASSERT_TRUE(core_->RegisterMachine(r).ok());
+    ASSERT_TRUE(core_->machines().RegisterMachine(Principal::Machine(r.machine().name()), r).ok());
   }
   absl::StatusOr<v1::SubmitResponse> SubmitJob(const v1::JobSpec& spec, const std::string& request_id = "") {
     v1::SubmitRequest req;
     *req.add_jobs() = spec;
     req.set_request_id(request_id);
-    return core_->Submit("alice", req);
+    return core_->jobs().Submit(Principal::User("alice"), req);
   }
   v1::GetJobResponse Job(const std::string& job) {
     v1::GetJobRequest r;
     r.set_job(job);
-    auto resp = core_->GetJob("alice", r);
+    auto resp = core_->jobs().GetJob(Principal::User("alice"), r);
     EXPECT_TRUE(resp.ok()) << resp.status();
     return resp.ok() ? *resp : v1::GetJobResponse();
   }
@@ -82,7 +82,7 @@ TEST_F(MasterCoreTest, SubmitIsIdempotent) {
   Register("m1");
   auto first = SubmitJob(JobBuilder("web").Build(), "req-1");
   ASSERT_TRUE(first.ok());
-  int64_t rev = core_->GetCell().revision();
+  int64_t rev = core_->machines().GetCell(Principal::User("alice"))->revision();
   auto again = SubmitJob(JobBuilder("web").Tasks(9).Build(), "req-1");  // same id: first answer
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->results(0).created());
@@ -93,17 +93,17 @@ TEST_F(MasterCoreTest, SubmitIsIdempotent) {
   EXPECT_EQ(Job("web").job().submit_revision(), first->revision());
   auto different = SubmitJob(JobBuilder("web").Tasks(2).Build());
   EXPECT_EQ(different.status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_GE(core_->GetCell().revision(), rev);
+  EXPECT_GE(core_->machines().GetCell(Principal::User("alice"))->revision(), rev);
 }
 
 TEST_F(MasterCoreTest, InvalidSpecChangesNothing) {
-  int64_t rev = core_->GetCell().revision();
+  int64_t rev = core_->machines().GetCell(Principal::User("alice"))->revision();
   v1::JobSpec bad = JobBuilder("web").Build();
   bad.mutable_task()->mutable_resources()->set_cpu_millis(-5);
   auto r = SubmitJob(bad);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(r.status().message()).find("resources.cpu"), std::string::npos) << r.status();
-  EXPECT_EQ(core_->GetCell().revision(), rev);
+  EXPECT_EQ(core_->machines().GetCell(Principal::User("alice"))->revision(), rev);
 }
 
 TEST_F(MasterCoreTest, QuotaRejectionSaysWhatAndHowMuch) {
@@ -112,15 +112,15 @@ TEST_F(MasterCoreTest, QuotaRejectionSaysWhatAndHowMuch) {
   q.mutable_quota()->set_band("production");
   q.mutable_quota()->mutable_limit()->set_cpu_millis(2000);
   q.mutable_quota()->mutable_limit()->set_memory_bytes(1LL << 30);
-  ASSERT_TRUE(core_->SetQuota("admin", q).ok());
+  ASSERT_TRUE(core_->machines().SetQuota(Principal::User("admin"), q).ok());
   ASSERT_TRUE(SubmitJob(JobBuilder("a").Priority(200).Tasks(2).Memory(256LL << 20).Build()).ok());
-  int64_t rev = core_->GetCell().revision();
+  int64_t rev = core_->machines().GetCell(Principal::User("alice"))->revision();
   auto r = SubmitJob(JobBuilder("b").Priority(200).Tasks(3).Memory(256LL << 20).Build());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(std::string(r.status().message()),
             "over quota: user alice asks 768Mi memory in band production, 512Mi left of 1Gi "
             "(job alice/b: 3 task(s) of cpu=100m memory=256Mi)");
-  EXPECT_EQ(core_->GetCell().revision(), rev);
+  EXPECT_EQ(core_->machines().GetCell(Principal::User("alice"))->revision(), rev);
   // Priority 0 is never limited; another band is unlimited without quota.
   EXPECT_TRUE(SubmitJob(JobBuilder("free").Priority(0).Tasks(100).Memory(1LL << 30).Build()).ok());
   EXPECT_TRUE(SubmitJob(JobBuilder("batch").Priority(100).Tasks(10).Memory(1LL << 30).Build()).ok());
@@ -132,14 +132,14 @@ TEST_F(MasterCoreTest, KillStopsEveryTask) {
   ASSERT_TRUE(Eventually([&] { return AllActive("web", 3); }));
   v1::KillRequest k;
   k.set_job("web");
-  auto r = core_->Kill("alice", k);
+  auto r = core_->jobs().Kill(Principal::User("alice"), k);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->job().state(), v1::Job::DEAD);
   v1::GetJobResponse killed = Job("web");
   for (const auto& t : killed.tasks()) EXPECT_EQ(t.last_event().transition(), v1::Event::KILL);
   EXPECT_TRUE(Eventually([&] { return link_.Runs("m1:1") == 0; }));
   k.set_job("nope");
-  EXPECT_EQ(core_->Kill("alice", k).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(core_->jobs().Kill(Principal::User("alice"), k).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(MasterCoreTest, DownMachineTasksMoveAndDuplicatesAreKilledOnReturn) {
@@ -159,7 +159,7 @@ TEST_F(MasterCoreTest, DownMachineTasksMoveAndDuplicatesAreKilledOnReturn) {
   const int on_victim = static_cast<int>(moved.size());
   link_.SetUp(victim + ":1", false);
   ASSERT_TRUE(Eventually([&] {
-    auto machines = core_->ListMachines(v1::ListMachinesRequest());
+    auto machines = core_->machines().ListMachines(Principal::User("alice"), v1::ListMachinesRequest());
     for (const auto& m : machines->machines()) {
       if (m.name() == victim) return m.state() == v1::Machine::DOWN;
     }
@@ -198,7 +198,7 @@ TEST_F(MasterCoreTest, ExitsAndLostRunsAreReported) {
 TEST_F(MasterCoreTest, RecoveryRestoresEverythingAcknowledged) {
   Register("m1");
   for (int i = 0; i < 30; ++i) ASSERT_TRUE(SubmitJob(JobBuilder("j" + std::to_string(i)).Build()).ok());
-  ASSERT_TRUE(Eventually([&] { return core_->GetCell().tasks_running() == 30; }));
+  ASSERT_TRUE(Eventually([&] { return core_->machines().GetCell(Principal::User("alice"))->tasks_running() == 30; }));
   core_->Stop();
   auto before = core_->committer().Read([](const cell::CellState& s) { return s.ToSnapshot(); });
   core_.reset();
@@ -208,7 +208,7 @@ TEST_F(MasterCoreTest, RecoveryRestoresEverythingAcknowledged) {
   // A snapshot was written along the way (snapshot_every = 50).
   EXPECT_TRUE(store_.ReadSnapshot(before.revision())->has_value());
   Start();
-  EXPECT_EQ(core_->GetCell().tasks_running(), 30);
+  EXPECT_EQ(core_->machines().GetCell(Principal::User("alice"))->tasks_running(), 30);
 }
 
 TEST_F(MasterCoreTest, ReadsAsOfAnyRevisionAndCheckpoint) {
@@ -219,15 +219,15 @@ TEST_F(MasterCoreTest, ReadsAsOfAnyRevisionAndCheckpoint) {
   ASSERT_TRUE(r2.ok());
   v1::ListJobsRequest lj;
   lj.set_at_revision(r1->revision());
-  auto past = core_->ListJobs(lj);
+  auto past = core_->jobs().ListJobs(Principal::User("alice"), lj);
   ASSERT_TRUE(past.ok()) << past.status();
   ASSERT_EQ(past->jobs_size(), 1);
   EXPECT_EQ(past->jobs(0).id(), "alice/a");
   lj.set_at_revision(0);
-  EXPECT_EQ(core_->ListJobs(lj)->jobs_size(), 2);
+  EXPECT_EQ(core_->jobs().ListJobs(Principal::User("alice"), lj)->jobs_size(), 2);
 
   std::vector<v1::CheckpointRecord> recs;
-  ASSERT_TRUE(core_->ExportCheckpoint(0, [&](const v1::CheckpointRecord& r) {
+  ASSERT_TRUE(core_->stream().ExportCheckpoint(Principal::User("alice"), 0, [&](const v1::CheckpointRecord& r) {
     recs.push_back(r);
     return true;
   }).ok());
@@ -246,7 +246,7 @@ TEST_F(MasterCoreTest, WatchStreamsDurableMutations) {
   std::atomic<bool> done{false};
   absl::Status watched;
   std::thread watcher([&] {
-    watched = core_->Watch(1, [&](const v1::WatchResponse& r) {
+    watched = core_->stream().Watch(Principal::User("alice"), 1, [&](const v1::WatchResponse& r) {
       for (const auto& m : r.mutations()) revs.push_back(m.revision());
       if (revs.size() >= 3) done = true;
       return !done;
@@ -264,15 +264,15 @@ TEST_F(MasterCoreTest, WatchStreamsDurableMutations) {
 TEST_F(MasterCoreTest, AmbiguousJobNamesNeedAUser) {
   v1::SubmitRequest req;
   *req.add_jobs() = JobBuilder("web", "bob").Build();
-  ASSERT_TRUE(core_->Submit("bob", req).ok());
+  ASSERT_TRUE(core_->jobs().Submit(Principal::User("bob"), req).ok());
   *req.mutable_jobs(0) = JobBuilder("web", "carol").Build();
-  ASSERT_TRUE(core_->Submit("carol", req).ok());
+  ASSERT_TRUE(core_->jobs().Submit(Principal::User("carol"), req).ok());
   v1::GetJobRequest g;
   g.set_job("web");
-  EXPECT_EQ(core_->GetJob("dave", g).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(core_->GetJob("bob", g)->job().id(), "bob/web");  // the caller's own first
+  EXPECT_EQ(core_->jobs().GetJob(Principal::User("dave"), g).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core_->jobs().GetJob(Principal::User("bob"), g)->job().id(), "bob/web");  // the caller's own first
   g.set_job("carol/web");
-  EXPECT_EQ(core_->GetJob("bob", g)->job().id(), "carol/web");
+  EXPECT_EQ(core_->jobs().GetJob(Principal::User("bob"), g)->job().id(), "carol/web");
 }
 
 TEST(Reconcile, OnlyDifferencesBecomeMutations) {

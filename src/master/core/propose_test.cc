@@ -55,20 +55,20 @@ class ProposeTest : public ::testing::Test {
     for (const char* m : {"m1", "m2", "m3"}) {
       v1::RegisterMachineRequest r;
       *r.mutable_machine() = MachineBuilder(m).Cpu(4000).Memory(8LL << 30).Address(std::string(m) + ":1").Build();
-      ASSERT_TRUE(core_->RegisterMachine(r).ok());
+      ASSERT_TRUE(core_->machines().RegisterMachine(Principal::Machine(r.machine().name()), r).ok());
     }
   }
   void Submit(const v1::JobSpec& spec) {
     v1::SubmitRequest req;
     *req.add_jobs() = spec;
-    auto r = core_->Submit("alice", req);
+    auto r = core_->jobs().Submit(Principal::User("alice"), req);
     ASSERT_TRUE(r.ok()) << r.status();
   }
   const v1::Task Task(const std::string& job, int32_t index) {
     v1::GetTaskRequest r;
     r.set_job(job);
     r.set_index(index);
-    auto t = core_->GetTask("alice", r);
+    auto t = core_->jobs().GetTask(Principal::User("alice"), r);
     EXPECT_TRUE(t.ok()) << t.status();
     return t.ok() ? t->task() : v1::Task();
   }
@@ -76,17 +76,17 @@ class ProposeTest : public ::testing::Test {
                               std::vector<v1::PendingDiagnosis> pending = {}, const std::string& name = "s1") {
     v1::ProposeRequest req;
     req.set_scheduler(name);
-    req.set_based_on_revision(core_->GetCell().revision());
+    req.set_based_on_revision(core_->machines().GetCell(Principal::User("alice"))->revision());
     for (auto& p : placements) *req.add_placements() = p;
     for (auto& d : pending) *req.add_pending() = d;
-    auto r = core_->Propose("", req);
+    auto r = core_->jobs().Propose(Principal::User(""), req);
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : v1::ProposeResponse();
   }
   v1::WhyResponse Why(const std::string& job) {
     v1::WhyRequest r;
     r.set_job(job);
-    auto w = core_->Why("alice", r);
+    auto w = core_->jobs().Why(Principal::User("alice"), r);
     EXPECT_TRUE(w.ok()) << w.status();
     return w.ok() ? *w : v1::WhyResponse();
   }
@@ -131,10 +131,10 @@ TEST_F(ProposeTest, ValidPlacementsAreCommittedStaleOnesRejectedWithTheirReasonA
   ASSERT_EQ(Task("alice/moved", 0).state(), v1::Task::PENDING);
   v1::KillRequest k;
   k.set_job("alice/low");
-  ASSERT_TRUE(core_->Kill("alice", k).ok());
+  ASSERT_TRUE(core_->jobs().Kill(Principal::User("alice"), k).ok());
 
   // A scheduler whose replica has seen none of that.
-  const int64_t rev = core_->GetCell().revision();
+  const int64_t rev = core_->machines().GetCell(Principal::User("alice"))->revision();
   const v1::CellSnapshot before = Snapshot();
   v1::ProposeResponse resp = Propose({
       Placement("alice/placed", 0, "m2", 0),                                         // already RUNNING
@@ -157,7 +157,7 @@ TEST_F(ProposeTest, ValidPlacementsAreCommittedStaleOnesRejectedWithTheirReasonA
     EXPECT_TRUE(absl::StrContains(resp.results(i).reason(), want[i])) << i << ": " << resp.results(i).reason();
   }
   // Nothing changed: same revision, same state.
-  EXPECT_EQ(core_->GetCell().revision(), rev);
+  EXPECT_EQ(core_->machines().GetCell(Principal::User("alice"))->revision(), rev);
   EXPECT_EQ(resp.revision(), rev);
   EXPECT_EQ(Snapshot().SerializeAsString(), before.SerializeAsString());
 
@@ -169,7 +169,7 @@ TEST_F(ProposeTest, ValidPlacementsAreCommittedStaleOnesRejectedWithTheirReasonA
   EXPECT_FALSE(resp.results(1).accepted());
   EXPECT_TRUE(resp.results(2).accepted()) << resp.results(2).reason();
   EXPECT_TRUE(resp.results(3).accepted()) << resp.results(3).reason();
-  EXPECT_EQ(core_->GetCell().revision(), rev + 3);
+  EXPECT_EQ(core_->machines().GetCell(Principal::User("alice"))->revision(), rev + 3);
   v1::Task t = Task("alice/ok", 1);
   EXPECT_EQ(t.state(), v1::Task::RUNNING);
   EXPECT_EQ(t.machine(), "m2");
@@ -205,7 +205,7 @@ TEST_F(ProposeTest, WhyReportsTheLatestDiagnosisOfEachPendingTask) {
   EXPECT_EQ(w.pending_size(), 0);
   EXPECT_EQ(w.note(), "no scheduler pass has looked at it yet");
 
-  int64_t rev = core_->GetCell().revision();
+  int64_t rev = core_->machines().GetCell(Principal::User("alice"))->revision();
   Propose({}, {Diag("alice/big", {0, 1, 2}, rev)}, "s1");
   w = Why("alice/big");
   ASSERT_EQ(w.pending_size(), 1);
@@ -217,7 +217,7 @@ TEST_F(ProposeTest, WhyReportsTheLatestDiagnosisOfEachPendingTask) {
   // GetJob (herd status) reads the same store.
   v1::GetJobRequest g;
   g.set_job("big");
-  auto job = core_->GetJob("alice", g);
+  auto job = core_->jobs().GetJob(Principal::User("alice"), g);
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(job->why_pending_size(), 3);
   EXPECT_EQ(job->why_pending().at(1), "0/2 machines fit: 2 insufficient memory");
@@ -236,7 +236,7 @@ TEST_F(ProposeTest, WhyReportsTheLatestDiagnosisOfEachPendingTask) {
 
   // A diagnosed task that got placed drops out; so does one that became
   // pending again after the pass that diagnosed it.
-  rev = core_->GetCell().revision();
+  rev = core_->machines().GetCell(Principal::User("alice"))->revision();
   Propose({}, {Diag("alice/big", {0, 1, 2}, rev)}, "s1");
   CommitMutation([] {
     v1::Mutation m;
@@ -265,7 +265,7 @@ TEST_F(ProposeTest, WhyReportsTheLatestDiagnosisOfEachPendingTask) {
   EXPECT_EQ(w.note(), "the job has no pending tasks");
   v1::WhyRequest r;
   r.set_job("nope");
-  auto missing = core_->Why("alice", r);
+  auto missing = core_->jobs().Why(Principal::User("alice"), r);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(std::string(missing.status().message()), "no job named nope");
 }

@@ -37,7 +37,7 @@ absl::Status Driver::AddMachines(const std::vector<v1::Machine>& machines) {
     v1::RegisterMachineRequest req;
     *req.mutable_machine() = m;
     if (req.machine().address().empty()) req.mutable_machine()->set_address(absl::StrCat("sim:", m.name()));
-    HERD_RETURN_IF_ERROR(master_->RegisterMachine(req).status());
+    HERD_RETURN_IF_ERROR(master_->machines().RegisterMachine(master::Principal::Machine(req.machine().name()), req).status());
   }
   return absl::OkStatus();
 }
@@ -45,14 +45,14 @@ absl::Status Driver::AddMachines(const std::vector<v1::Machine>& machines) {
 absl::StatusOr<v1::SubmitResponse> Driver::Submit(std::vector<v1::JobSpec> jobs, const std::string& user) {
   v1::SubmitRequest req;
   for (auto& j : jobs) *req.add_jobs() = std::move(j);
-  return master_->Submit(user, req);
+  return master_->jobs().Submit(master::Principal::User(user), req);
 }
 
 absl::Status Driver::Kill(const std::string& job, const std::string& reason) {
   v1::KillRequest req;
   req.set_job(job);
   req.set_reason(reason);
-  return master_->Kill("sim", req).status();
+  return master_->jobs().Kill(master::Principal::User("sim"), req).status();
 }
 
 absl::Status Driver::Settle() {

@@ -19,7 +19,7 @@ std::vector<v1::Machine> Machines(int n) {
 v1::GetJobResponse Job(Driver& d, const std::string& id) {
   v1::GetJobRequest r;
   r.set_job(id);
-  return *d.master().GetJob("sim", r);
+  return *d.master().jobs().GetJob(master::Principal::User("sim"), r);
 }
 
 TEST(Driver, RunsTheRealMasterOnVirtualTime) {

@@ -1,4 +1,4 @@
-#include "master/core/admission.h"
+#include "master/core/admission/quota.h"
 
 #include <map>
 

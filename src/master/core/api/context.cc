@@ -1,0 +1,35 @@
+#include "master/core/api/context.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/ids.h"
+
+namespace herd::master {
+
+absl::StatusOr<std::string> ApiContext::ResolveJob(const cell::CellState& s, const Principal& caller,
+                                                   const std::string& ref_text) const {
+  HERD_ASSIGN_OR_RETURN(JobRef ref, ParseJobRef(ref_text));
+  if (!ref.user.empty()) {
+    if (s.FindJob(ref.Id()) == nullptr) return absl::NotFoundError(absl::StrCat("no job ", ref.Id()));
+    return ref.Id();
+  }
+  if (!caller.user().empty() && s.FindJob(JobId(caller.user(), ref.name)) != nullptr) {
+    return JobId(caller.user(), ref.name);
+  }
+  std::vector<std::string> matches;
+  for (const auto& [id, job] : s.jobs()) {
+    if (job->spec.name() == ref.name) matches.push_back(id);
+  }
+  if (matches.empty()) return absl::NotFoundError(absl::StrCat("no job named ", ref.name));
+  if (matches.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job name ", ref.name, " is ambiguous: ", absl::StrJoin(matches, ", "), "; use USER/NAME"));
+  }
+  return matches[0];
+}
+
+Resource JobResource(const cell::Job& job) { return Resource{job.id, job.spec.user(), ""}; }
+
+}  // namespace herd::master

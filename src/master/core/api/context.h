@@ -1,0 +1,58 @@
+// What the master's API handlers (jobs.h, machines.h, stream.h) share: the
+// cell through the committer, the store (past revisions, the log), the
+// clock, the options, where schedulers' why-pending goes, the link shard (to
+// poll a machine at once) and the authorizer every handler asks first.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "base/clock.h"
+#include "base/status.h"
+#include "cell/cell_state.h"
+#include "master/core/admission/authorizer.h"
+#include "master/core/committer.h"
+#include "master/core/link/link_shard.h"
+#include "master/core/options.h"
+#include "master/core/recovery.h"
+#include "master/core/why_store.h"
+#include "store/log_store.h"
+
+namespace herd::master {
+
+struct ApiContext {
+  Committer* committer = nullptr;
+  store::LogStore* store = nullptr;
+  Clock* clock = nullptr;
+  const MasterOptions* options = nullptr;
+  WhyStore* why = nullptr;
+  LinkShard* link = nullptr;  // null without a link (tests, some simulations)
+  int64_t started_ms = 0;
+
+  absl::Status Authorize(const Principal& who, Action action, const Resource& on) const {
+    return options->authorizer->Authorize(who, action, on);
+  }
+
+  // The job a reference names: "user/name", or "name" = the caller's job of
+  // that name if there is one, else the only job of that name.
+  absl::StatusOr<std::string> ResolveJob(const cell::CellState& s, const Principal& caller,
+                                         const std::string& ref) const;
+
+  // fn on the current state (at_revision 0 or the current revision), or on
+  // the state at a past revision rebuilt from the store.
+  template <typename T>
+  absl::StatusOr<T> AtRevision(int64_t at_revision,
+                               const std::function<absl::StatusOr<T>(const cell::CellState&)>& fn) const {
+    if (at_revision == 0 || at_revision == committer->revision()) {
+      return committer->Read([&](const cell::CellState& s) { return fn(s); });
+    }
+    HERD_ASSIGN_OR_RETURN(cell::CellState past, Recover(*store, at_revision, options->cell_name));
+    return fn(past);
+  }
+};
+
+// The Resource for a job (its id and owner).
+Resource JobResource(const cell::Job& job);
+
+}  // namespace herd::master

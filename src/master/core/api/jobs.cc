@@ -1,0 +1,281 @@
+#include "master/core/api/jobs.h"
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <map>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/ids.h"
+#include "base/status.h"
+#include "master/core/admission/quota.h"
+#include "spec/validate.h"
+
+namespace herd::master {
+namespace {
+
+bool SameSpec(v1::JobSpec a, v1::JobSpec b) {
+  a.clear_source();
+  b.clear_source();
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+// The pending tasks of a job: index -> state revision.
+std::map<int32_t, int64_t> PendingOf(const cell::Job& job) {
+  std::map<int32_t, int64_t> pending;
+  for (const cell::Task& t : job.tasks) {
+    if (t.state == v1::Task::PENDING) pending[t.index] = t.state_revision;
+  }
+  return pending;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v1::SubmitRequest& req) {
+  if (req.jobs().empty()) return absl::InvalidArgumentError("nothing to submit: no jobs");
+  // Authorization and validation need no state: both outside the lock.
+  std::vector<v1::JobSpec> specs;
+  std::vector<std::string> problems;
+  for (v1::JobSpec spec : req.jobs()) {
+    if (spec.user().empty()) spec.set_user(who.user());
+    HERD_RETURN_IF_ERROR(
+        ctx_.Authorize(who, Action::kSubmitJob, Resource{JobId(spec.user(), spec.name()), spec.user(), ""}));
+    if (absl::Status st = spec::Validate(spec); !st.ok()) {
+      problems.push_back(absl::StrCat("job ", spec.user(), "/", spec.name(), ": ", st.message()));
+    }
+    specs.push_back(std::move(spec));
+  }
+  if (!problems.empty()) return absl::InvalidArgumentError(absl::StrJoin(problems, "\n"));
+
+  v1::SubmitResponse resp;
+  auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
+    resp.Clear();
+    if (!req.request_id().empty()) {
+      if (const auto* jobs = s.FindRequest(req.request_id())) {
+        // A retry of a request that already succeeded: same answer, no change.
+        for (const std::string& id : *jobs) {
+          v1::SubmitResult* r = resp.add_results();
+          r->set_job(id);
+          r->set_created(false);
+          if (const cell::Job* j = s.FindJob(id)) r->set_tasks(j->spec.task_count());
+        }
+        return std::vector<v1::Mutation>{};
+      }
+    }
+    std::vector<v1::JobSpec> fresh;
+    for (const v1::JobSpec& spec : specs) {
+      std::string id = JobId(spec.user(), spec.name());
+      v1::SubmitResult* r = resp.add_results();
+      r->set_job(id);
+      r->set_tasks(spec.task_count());
+      const cell::Job* old = s.FindJob(id);
+      if (old != nullptr && old->state != v1::Job::DEAD) {
+        if (SameSpec(old->spec, spec)) {
+          r->set_created(false);  // identical live job: nothing to do
+          continue;
+        }
+        return absl::AlreadyExistsError(absl::StrCat(
+            "job ", id, " already exists with a different spec (submitted at revision ", old->submit_revision,
+            "); kill it first or use another name"));
+      }
+      r->set_created(true);
+      fresh.push_back(spec);
+    }
+    if (fresh.empty()) return std::vector<v1::Mutation>{};
+    HERD_RETURN_IF_ERROR(CheckQuota(s, fresh));
+    if (req.dry_run()) return std::vector<v1::Mutation>{};
+    v1::Mutation m;
+    for (auto& spec : fresh) *m.mutable_jobs_submitted()->add_jobs() = std::move(spec);
+    m.mutable_jobs_submitted()->set_request_id(req.request_id());
+    return std::vector<v1::Mutation>{std::move(m)};
+  };
+  HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(who.name, build));
+  resp.set_revision(rev);
+  return resp;
+}
+
+absl::StatusOr<v1::KillResponse> JobsApi::Kill(const Principal& who, const v1::KillRequest& req) {
+  std::string id;
+  auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
+    HERD_ASSIGN_OR_RETURN(id, ctx_.ResolveJob(s, who, req.job()));
+    const cell::Job* job = s.FindJob(id);
+    HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kKillJob, JobResource(*job)));
+    if (job->state == v1::Job::DEAD) return std::vector<v1::Mutation>{};  // already dead: idempotent
+    v1::Mutation m;
+    m.mutable_job_killed()->set_job(id);
+    m.mutable_job_killed()->set_reason(req.reason().empty() ? absl::StrCat("killed by ", who.name) : req.reason());
+    return std::vector<v1::Mutation>{std::move(m)};
+  };
+  HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(who.name, build));
+  v1::KillResponse resp;
+  resp.set_revision(rev);
+  ctx_.committer->Read([&](const cell::CellState& s) {
+    if (const cell::Job* j = s.FindJob(id)) *resp.mutable_job() = j->ToProto();
+    return 0;
+  });
+  return resp;
+}
+
+absl::StatusOr<v1::GetJobResponse> JobsApi::GetJob(const Principal& who, const v1::GetJobRequest& req) {
+  HERD_ASSIGN_OR_RETURN(
+      v1::GetJobResponse resp,
+      ctx_.AtRevision<v1::GetJobResponse>(
+          req.at_revision(), [&](const cell::CellState& s) -> absl::StatusOr<v1::GetJobResponse> {
+            HERD_ASSIGN_OR_RETURN(std::string id, ctx_.ResolveJob(s, who, req.job()));
+            const cell::Job* j = s.FindJob(id);
+            HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kReadJob, JobResource(*j)));
+            v1::GetJobResponse r;
+            *r.mutable_job() = j->ToProto();
+            for (const cell::Task& t : j->tasks) *r.add_tasks() = t.ToProto();
+            r.set_revision(s.revision());
+            return r;
+          }));
+  if (req.at_revision() == 0) {
+    std::map<int32_t, int64_t> pending;
+    for (const v1::Task& t : resp.tasks()) {
+      if (t.state() == v1::Task::PENDING) pending[t.index()] = t.state_revision();
+    }
+    for (const v1::PendingDiagnosis& d : ctx_.why->For(resp.job().id(), pending)) {
+      for (int32_t index : d.indexes()) (*resp.mutable_why_pending())[index] = d.text();
+    }
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::ListJobsResponse> JobsApi::ListJobs(const Principal& who, const v1::ListJobsRequest& req) {
+  HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kListJobs, Resource{"", req.user(), ""}));
+  return ctx_.AtRevision<v1::ListJobsResponse>(
+      req.at_revision(), [&](const cell::CellState& s) -> absl::StatusOr<v1::ListJobsResponse> {
+        v1::ListJobsResponse r;
+        for (const auto& [id, j] : s.jobs()) {
+          if (!req.user().empty() && j->spec.user() != req.user()) continue;
+          if (!req.include_dead() && j->state == v1::Job::DEAD) continue;
+          *r.add_jobs() = j->ToProto();
+        }
+        r.set_revision(s.revision());
+        return r;
+      });
+}
+
+absl::StatusOr<v1::ListTasksResponse> JobsApi::ListTasks(const Principal& who, const v1::ListTasksRequest& req) {
+  return ctx_.AtRevision<v1::ListTasksResponse>(
+      req.at_revision(), [&](const cell::CellState& s) -> absl::StatusOr<v1::ListTasksResponse> {
+        HERD_ASSIGN_OR_RETURN(std::string id, ctx_.ResolveJob(s, who, req.job()));
+        const cell::Job* j = s.FindJob(id);
+        HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kReadJob, JobResource(*j)));
+        v1::ListTasksResponse r;
+        for (const cell::Task& t : j->tasks) *r.add_tasks() = t.ToProto();
+        r.set_revision(s.revision());
+        return r;
+      });
+}
+
+absl::StatusOr<v1::GetTaskResponse> JobsApi::GetTask(const Principal& who, const v1::GetTaskRequest& req) {
+  return ctx_.committer->Read([&](const cell::CellState& s) -> absl::StatusOr<v1::GetTaskResponse> {
+    HERD_ASSIGN_OR_RETURN(std::string id, ctx_.ResolveJob(s, who, req.job()));
+    const cell::Job* j = s.FindJob(id);
+    HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kReadJob, JobResource(*j)));
+    const cell::Task* t = s.FindTask(id, req.index());
+    if (t == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("job ", id, " has no task ", req.index(), " (it has ", j->tasks.size(), ")"));
+    }
+    v1::GetTaskResponse r;
+    *r.mutable_task() = t->ToProto();
+    std::string machine = t->machine ? t->machine->name : t->last_machine;
+    if (const cell::Machine* m = s.FindMachine(machine)) *r.mutable_machine() = m->ToProto();
+    if (t->incarnation > 0) r.set_run_id(RunId(id, t->index, t->incarnation));
+    return r;
+  });
+}
+
+absl::StatusOr<v1::WhyResponse> JobsApi::Why(const Principal& who, const v1::WhyRequest& req) {
+  std::string id;
+  std::map<int32_t, int64_t> pending;  // index -> state revision
+  HERD_RETURN_IF_ERROR(ctx_.committer->Read([&](const cell::CellState& s) -> absl::Status {
+    HERD_ASSIGN_OR_RETURN(id, ctx_.ResolveJob(s, who, req.job()));
+    const cell::Job* j = s.FindJob(id);
+    HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kReadJob, JobResource(*j)));
+    pending = PendingOf(*j);
+    return absl::OkStatus();
+  }));
+  v1::WhyResponse resp;
+  resp.set_job(id);
+  resp.set_pending_tasks(static_cast<int32_t>(pending.size()));
+  size_t explained = 0;
+  for (v1::PendingDiagnosis& d : ctx_.why->For(id, pending)) {
+    explained += d.indexes_size();
+    *resp.add_pending() = std::move(d);
+  }
+  if (pending.empty()) {
+    resp.set_note("the job has no pending tasks");
+  } else if (explained == 0) {
+    resp.set_note("no scheduler pass has looked at it yet");
+  } else if (explained < pending.size()) {
+    size_t n = pending.size() - explained;
+    resp.set_note(absl::StrCat(n, " pending task", n == 1 ? "" : "s",
+                               " not looked at yet by a scheduler pass (being placed, or pending again since)"));
+  }
+  return resp;
+}
+
+absl::StatusOr<v1::ProposeResponse> JobsApi::Propose(const Principal& who, const v1::ProposeRequest& req) {
+  HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kPropose, Resource{}));
+  std::string scheduler = req.scheduler();
+  if (scheduler.empty()) {
+    scheduler = who.kind == Principal::Kind::kInternal ? who.name
+                : who.name.empty()                      ? "external"
+                                                        : absl::StrCat("scheduler:", who.name);
+  }
+  std::vector<v1::Mutation> ms;
+  ms.reserve(req.placements_size());
+  absl::flat_hash_set<std::string> looked_at;
+  for (const v1::TaskScheduled& p : req.placements()) {
+    v1::Mutation m;
+    v1::TaskScheduled* ts = m.mutable_task_scheduled();
+    *ts = p;
+    if (ts->scheduler().empty()) ts->set_scheduler(scheduler);
+    if (ts->based_on_revision() == 0) ts->set_based_on_revision(req.based_on_revision());
+    looked_at.insert(p.job());
+    ms.push_back(std::move(m));
+  }
+  std::vector<absl::Status> st =
+      ms.empty() ? std::vector<absl::Status>{} : ctx_.committer->CommitEach(scheduler, std::move(ms));
+  v1::ProposeResponse resp;
+  for (const absl::Status& s : st) {
+    v1::ProposalResult* r = resp.add_results();
+    r->set_accepted(s.ok());
+    if (!s.ok()) r->set_reason(std::string(s.message()));
+  }
+  resp.set_revision(ctx_.committer->revision());
+
+  // Why the rest is pending: latest per job, from whichever scheduler.
+  std::vector<v1::PendingDiagnosis> pending(req.pending().begin(), req.pending().end());
+  for (v1::PendingDiagnosis& d : pending) {
+    if (d.scheduler().empty()) d.set_scheduler(scheduler);
+    if (d.revision() == 0) d.set_revision(req.based_on_revision());
+    looked_at.insert(d.job());
+  }
+  ctx_.why->Record(looked_at, pending);
+  PruneWhy();
+  return resp;
+}
+
+void JobsApi::PruneWhy() {
+  const int64_t now = ctx_.clock->MonotonicMs();
+  int64_t last = why_pruned_ms_.load();
+  if (now - last < 1000 || !why_pruned_ms_.compare_exchange_strong(last, now)) return;
+  std::vector<std::string> jobs = ctx_.why->Jobs();
+  absl::flat_hash_set<std::string> keep = ctx_.committer->Read([&](const cell::CellState& s) {
+    absl::flat_hash_set<std::string> k;
+    for (const std::string& id : jobs) {
+      const cell::Job* j = s.FindJob(id);
+      if (j != nullptr && j->pending > 0) k.insert(id);
+    }
+    return k;
+  });
+  ctx_.why->Retain([&](const std::string& id) { return keep.contains(id); });
+}
+
+}  // namespace herd::master

@@ -1,0 +1,45 @@
+// The master's job API: submit, kill, read jobs and tasks, why tasks are
+// pending, and schedulers' placements (Propose). Every call asks the
+// Authorizer first (ApiContext::Authorize) and changes nothing if refused.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "herd/v1/api.pb.h"
+#include "master/core/admission/authorizer.h"
+#include "master/core/api/context.h"
+
+namespace herd::master {
+
+class JobsApi {
+ public:
+  explicit JobsApi(const ApiContext& ctx) : ctx_(ctx) {}
+
+  // Validates every spec (a job without a user is the caller's), checks
+  // quota, and submits the new ones in one mutation; identical live jobs
+  // and repeated request ids change nothing.
+  absl::StatusOr<v1::SubmitResponse> Submit(const Principal& who, const v1::SubmitRequest& req);
+  absl::StatusOr<v1::KillResponse> Kill(const Principal& who, const v1::KillRequest& req);
+  absl::StatusOr<v1::GetJobResponse> GetJob(const Principal& who, const v1::GetJobRequest& req);
+  absl::StatusOr<v1::ListJobsResponse> ListJobs(const Principal& who, const v1::ListJobsRequest& req);
+  absl::StatusOr<v1::ListTasksResponse> ListTasks(const Principal& who, const v1::ListTasksRequest& req);
+  absl::StatusOr<v1::GetTaskResponse> GetTask(const Principal& who, const v1::GetTaskRequest& req);
+  // Why the job's pending tasks are pending, as the schedulers last said.
+  absl::StatusOr<v1::WhyResponse> Why(const Principal& who, const v1::WhyRequest& req);
+  // A scheduler's placements, each committed on its own if still valid
+  // (CellState::Check: task still PENDING at its expected state revision,
+  // machine up, constraints, victims, fit); a result per placement, with the
+  // check's message when refused. The pending diagnoses are kept for Why.
+  absl::StatusOr<v1::ProposeResponse> Propose(const Principal& who, const v1::ProposeRequest& req);
+
+ private:
+  // Forgets, now and then, why-pending entries of jobs with nothing pending.
+  void PruneWhy();
+
+  const ApiContext& ctx_;
+  std::atomic<int64_t> why_pruned_ms_{0};
+};
+
+}  // namespace herd::master

@@ -1,0 +1,141 @@
+#include "master/core/api/machines.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "base/ids.h"
+#include "base/priority.h"
+#include "base/status.h"
+#include "cell/constraints.h"
+#include "master/core/admission/quota.h"
+
+namespace herd::master {
+namespace {
+
+bool SameAttributes(const cell::Attributes& a, const cell::Attributes& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [k, v] : b) {
+    auto it = a.find(k);
+    if (it == a.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::RegisterMachineResponse> MachinesApi::RegisterMachine(const Principal& who,
+                                                                         const v1::RegisterMachineRequest& req) {
+  const v1::Machine& in = req.machine();
+  HERD_RETURN_IF_ERROR(ValidateMachineName(in.name()));
+  HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kRegisterMachine, Resource{"", "", in.name()}));
+  if (in.address().empty()) return absl::InvalidArgumentError("machine address is required");
+  auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
+    const cell::Machine* m = s.FindMachine(in.name());
+    if (m != nullptr && m->state == v1::Machine::UP && m->address == in.address() &&
+        m->capacity == ResourceVector::FromProto(in.capacity()) && SameAttributes(m->attributes, in.attributes())) {
+      return std::vector<v1::Mutation>{};  // nothing changed
+    }
+    v1::Mutation mut;
+    v1::Machine* out = mut.mutable_machine_registered()->mutable_machine();
+    out->set_name(in.name());
+    out->set_address(in.address());
+    *out->mutable_capacity() = in.capacity();
+    *out->mutable_attributes() = in.attributes();
+    return std::vector<v1::Mutation>{mut};
+  };
+  HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(absl::StrCat("agent:", in.name()), build));
+  if (ctx_.link != nullptr) ctx_.link->Kick(in.name());
+  v1::RegisterMachineResponse r;
+  r.set_revision(rev);
+  r.set_poll_interval_ms(ctx_.options->link.poll_interval_ms);
+  return r;
+}
+
+absl::StatusOr<v1::ListMachinesResponse> MachinesApi::ListMachines(const Principal& who,
+                                                                   const v1::ListMachinesRequest& req) {
+  HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kListMachines, Resource{}));
+  return ctx_.AtRevision<v1::ListMachinesResponse>(
+      req.at_revision(), [&](const cell::CellState& s) -> absl::StatusOr<v1::ListMachinesResponse> {
+        v1::ListMachinesResponse r;
+        for (const cell::Machine* m : s.machines()) *r.add_machines() = m->ToProto();
+        r.set_revision(s.revision());
+        return r;
+      });
+}
+
+absl::StatusOr<v1::SetQuotaResponse> MachinesApi::SetQuota(const Principal& who, const v1::SetQuotaRequest& req) {
+  v1::Quota q = req.quota();
+  HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kSetQuota, Resource{"", q.user(), ""}));
+  if (q.limited().empty()) {
+    for (const std::string& d : LimitedDimensions(q)) q.add_limited(d);
+  }
+  for (const std::string& d : q.limited()) {
+    if (d != "cpu" && d != "memory" && d != "disk" && d != "ports") {
+      HERD_RETURN_IF_ERROR(ValidateResourceName(d));
+    }
+  }
+  auto build = [&](const cell::CellState&) -> absl::StatusOr<std::vector<v1::Mutation>> {
+    v1::Mutation m;
+    *m.mutable_quota_set()->mutable_quota() = q;
+    return std::vector<v1::Mutation>{m};
+  };
+  HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(who.name, build));
+  v1::SetQuotaResponse r;
+  r.set_revision(rev);
+  return r;
+}
+
+absl::StatusOr<v1::ListQuotasResponse> MachinesApi::ListQuotas(const Principal& who,
+                                                               const v1::ListQuotasRequest& req) {
+  HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kListQuotas, Resource{"", req.user(), ""}));
+  return ctx_.committer->Read([&](const cell::CellState& s) -> absl::StatusOr<v1::ListQuotasResponse> {
+    v1::ListQuotasResponse r;
+    for (const auto& [key, q] : s.quotas()) {
+      if (!req.user().empty() && q.user() != req.user()) continue;
+      v1::QuotaUsage* u = r.add_quotas();
+      *u->mutable_quota() = q;
+      s.Usage(q.user(), *ParseBand(q.band())).ToProto(u->mutable_used());
+    }
+    // Users with live work but no quota in a band are unlimited there.
+    std::set<std::pair<std::string, std::string>> seen;
+    for (const auto& [key, q] : s.quotas()) seen.insert(key);
+    for (const auto& [id, j] : s.jobs()) {
+      if (j->state == v1::Job::DEAD) continue;
+      if (!req.user().empty() && j->spec.user() != req.user()) continue;
+      std::string band(BandNameOf(j->spec.priority()));
+      if (!seen.insert({j->spec.user(), band}).second) continue;
+      v1::QuotaUsage* u = r.add_quotas();
+      u->mutable_quota()->set_user(j->spec.user());
+      u->mutable_quota()->set_band(band);
+      u->set_unlimited(true);
+      s.Usage(j->spec.user(), BandOf(j->spec.priority())).ToProto(u->mutable_used());
+    }
+    return r;
+  });
+}
+
+absl::StatusOr<v1::CellInfo> MachinesApi::GetCell(const Principal& who) {
+  HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kReadCell, Resource{}));
+  v1::CellInfo info = ctx_.committer->Read([&](const cell::CellState& s) {
+    v1::CellInfo i;
+    i.set_cell(s.cell_name());
+    i.set_revision(s.revision());
+    i.set_machines(static_cast<int32_t>(s.machines().size()));
+    int32_t up = 0;
+    for (const cell::Machine* m : s.machines()) up += m->state == v1::Machine::UP;
+    i.set_machines_up(up);
+    int32_t live = 0;
+    for (const auto& [id, j] : s.jobs()) live += j->state != v1::Job::DEAD;
+    i.set_jobs(live);
+    i.set_tasks_pending(static_cast<int32_t>(s.task_count(v1::Task::PENDING)));
+    i.set_tasks_running(static_cast<int32_t>(s.task_count(v1::Task::RUNNING)));
+    i.set_tasks_dead(static_cast<int32_t>(s.task_count(v1::Task::DEAD)));
+    return i;
+  });
+  info.set_durable_revision(ctx_.committer->durable_revision());
+  info.set_version(ctx_.options->version);
+  info.set_started_ms(ctx_.started_ms);
+  return info;
+}
+
+}  // namespace herd::master
