@@ -268,8 +268,8 @@ void ScratchChild(const SchedBenchOptions& o, const std::vector<sim::TraceMachin
     if (chunk == 0 || ok == 0) break;
   }
   for (const cell::Machine* m : b.state.machines()) {
-    if (!m->allocated.FitsIn(m->capacity)) {
-      std::fprintf(stderr, "bench: machine %s over-committed\n", m->name.c_str());
+    if (!m->allocated().FitsIn(m->capacity())) {
+      std::fprintf(stderr, "bench: machine %s over-committed\n", m->name().c_str());
       std::_Exit(5);
     }
   }
@@ -371,10 +371,10 @@ int Online(const SchedBenchOptions& o, const std::vector<sim::TraceMachine>& sha
     Commit(b.state, first);
     double used_cpu = 0, cap_cpu = 0, used_mem = 0, cap_mem = 0;
     for (const cell::Machine* m : b.state.machines()) {
-      used_cpu += m->allocated.cpu_millis;
-      cap_cpu += m->capacity.cpu_millis;
-      used_mem += m->allocated.memory_bytes;
-      cap_mem += m->capacity.memory_bytes;
+      used_cpu += m->allocated().cpu_millis;
+      cap_cpu += m->capacity().cpu_millis;
+      used_mem += m->allocated().memory_bytes;
+      cap_mem += m->capacity().memory_bytes;
     }
     rep.Put("cell_cpu_pct", 100 * used_cpu / cap_cpu);
     rep.Put("cell_mem_pct", 100 * used_mem / cap_mem);
@@ -452,8 +452,8 @@ int Packing(const SchedBenchOptions& o, const std::vector<sim::TraceMachine>& sh
       double cap_cpu = 0, cap_mem = 0, s_cpu = 0, s_mem = 0;
       for (const cell::Machine* m : b.state.machines()) {
         ResourceVector f = m->Free();
-        cap_cpu += m->capacity.cpu_millis;
-        cap_mem += m->capacity.memory_bytes;
+        cap_cpu += m->capacity().cpu_millis;
+        cap_mem += m->capacity().memory_bytes;
         if (f.memory_bytes < med_mem) s_cpu += f.cpu_millis;
         if (f.cpu_millis < med_cpu) s_mem += f.memory_bytes;
       }

@@ -23,42 +23,42 @@ void EventRec::ToProto(v1::Event* out) const {
 }
 
 bool Task::AvoidsMachine(absl::string_view machine, int64_t now_ms) const {
-  for (const auto& [name, until] : avoid) {
+  for (const auto& [name, until] : avoid_) {
     if (name == machine && until > now_ms) return true;
   }
   return false;
 }
 
 bool Machine::HasPackage(absl::string_view sha256) const {
-  return std::binary_search(packages.begin(), packages.end(), sha256,
+  return std::binary_search(packages_.begin(), packages_.end(), sha256,
                             [](absl::string_view a, absl::string_view b) { return a < b; });
 }
 
 v1::Task Task::ToProto() const {
   v1::Task t;
-  t.set_job(job->id);
-  t.set_index(index);
-  t.set_state(state);
-  t.set_phase(phase);
+  t.set_job(job_->id);
+  t.set_index(index_);
+  t.set_state(state_);
+  t.set_phase(phase_);
   t.set_priority(priority());
-  resources.ToProto(t.mutable_resources());
-  t.set_machine(machine ? machine->name : last_machine);
-  t.set_incarnation(incarnation);
-  t.set_restarts(restarts);
-  t.set_exit_code(exit_code);
-  t.set_exit_signal(exit_signal);
-  t.set_pid(pid);
-  if (!history.empty()) history.back().ToProto(t.mutable_last_event());
-  for (const EventRec& e : history) e.ToProto(t.add_history());
-  t.set_state_revision(state_revision);
-  t.set_message(message);
-  t.set_started_ms(started_ms);
-  if (agent_info) {
-    for (const auto& [name, port] : agent_info->ports) (*t.mutable_ports())[name] = port;
-    t.set_health(agent_info->health);
+  resources_.ToProto(t.mutable_resources());
+  t.set_machine(machine_ ? machine_->name() : last_machine_);
+  t.set_incarnation(incarnation_);
+  t.set_restarts(restarts_);
+  t.set_exit_code(exit_code_);
+  t.set_exit_signal(exit_signal_);
+  t.set_pid(pid_);
+  if (!history_.empty()) history_.back().ToProto(t.mutable_last_event());
+  for (const EventRec& e : history_) e.ToProto(t.add_history());
+  t.set_state_revision(state_revision_);
+  t.set_message(message_);
+  t.set_started_ms(started_ms_);
+  if (agent_info_) {
+    for (const auto& [name, port] : agent_info_->ports) (*t.mutable_ports())[name] = port;
+    t.set_health(agent_info_->health);
   }
   if (reservation_) reservation_->ToProto(t.mutable_reservation());
-  for (const auto& [machine, until] : avoid) {
+  for (const auto& [machine, until] : avoid_) {
     v1::AvoidMachine* a = t.add_avoid();
     a->set_machine(machine);
     a->set_until_ms(until);
@@ -84,30 +84,30 @@ v1::Job Job::ToProto() const {
 
 v1::Machine Machine::ToProto() const {
   v1::Machine m;
-  m.set_name(name);
-  m.set_address(address);
-  capacity.ToProto(m.mutable_capacity());
-  *m.mutable_attributes() = attributes;
-  m.set_state(state);
-  allocated.ToProto(m.mutable_allocated());
-  m.set_task_count(static_cast<int32_t>(tasks.size()));
-  m.set_reason(reason);
-  m.set_state_revision(state_revision);
-  m.set_registered_ms(registered_ms);
-  for (const auto& p : packages) m.add_packages(p);
+  m.set_name(name_);
+  m.set_address(address_);
+  capacity_.ToProto(m.mutable_capacity());
+  *m.mutable_attributes() = attributes_;
+  m.set_state(state_);
+  allocated_.ToProto(m.mutable_allocated());
+  m.set_task_count(static_cast<int32_t>(tasks_.size()));
+  m.set_reason(reason_);
+  m.set_state_revision(state_revision_);
+  m.set_registered_ms(registered_ms_);
+  for (const auto& p : packages_) m.add_packages(p);
   return m;
 }
 
 bool PendingOrder::operator()(const Task* a, const Task* b) const {
   int32_t pa = a->priority(), pb = b->priority();
   if (pa != pb) return pa > pb;
-  if (a->job != b->job) return a->job->id < b->job->id;
-  return a->index < b->index;
+  if (a->job() != b->job()) return a->job()->id < b->job()->id;
+  return a->index() < b->index();
 }
 
 bool TaskKeyOrder::operator()(const Task* a, const Task* b) const {
-  if (a->job != b->job) return a->job->id < b->job->id;
-  return a->index < b->index;
+  if (a->job() != b->job()) return a->job()->id < b->job()->id;
+  return a->index() < b->index();
 }
 
 // ---- CellState: lookups -------------------------------------------------------
@@ -168,11 +168,11 @@ int64_t CellState::task_count(v1::Task::State s) const {
 absl::Status CellState::CheckRef(const v1::TaskRef& ref, const Task** out) const {
   const Task* t = FindTask(ref.job(), ref.index());
   if (t == nullptr) return absl::NotFoundError(absl::StrCat("no task ", TaskName(ref.job(), ref.index())));
-  if (t->state != v1::Task::RUNNING || t->incarnation != ref.incarnation()) {
+  if (t->state_ != v1::Task::RUNNING || t->incarnation_ != ref.incarnation()) {
     return absl::FailedPreconditionError(absl::StrCat("task ", TaskName(ref.job(), ref.index()), " incarnation ",
                                                       ref.incarnation(), " is not running (state ",
-                                                      v1::Task::State_Name(t->state), ", incarnation ",
-                                                      t->incarnation, ")"));
+                                                      v1::Task::State_Name(t->state_), ", incarnation ",
+                                                      t->incarnation_, ")"));
   }
   if (out) *out = t;
   return absl::OkStatus();
@@ -221,21 +221,21 @@ absl::Status CellState::CheckScheduled(const v1::TaskScheduled& m) const {
   const Task* t = FindTask(m.job(), m.index());
   std::string name = TaskName(m.job(), m.index());
   if (t == nullptr) return absl::NotFoundError(absl::StrCat("no task ", name));
-  if (t->state != v1::Task::PENDING) {
+  if (t->state_ != v1::Task::PENDING) {
     return absl::FailedPreconditionError(
-        absl::StrCat("task ", name, " is ", v1::Task::State_Name(t->state), ", not PENDING"));
+        absl::StrCat("task ", name, " is ", v1::Task::State_Name(t->state_), ", not PENDING"));
   }
-  if (m.expect_state_revision() != 0 && t->state_revision != m.expect_state_revision()) {
-    return absl::FailedPreconditionError(absl::StrCat("task ", name, " changed at revision ", t->state_revision,
+  if (m.expect_state_revision() != 0 && t->state_revision_ != m.expect_state_revision()) {
+    return absl::FailedPreconditionError(absl::StrCat("task ", name, " changed at revision ", t->state_revision_,
                                                       " (proposal expected ", m.expect_state_revision(), ")"));
   }
   const Machine* mach = FindMachine(m.machine());
   if (mach == nullptr) return absl::NotFoundError(absl::StrCat("no machine ", m.machine()));
-  if (mach->state != v1::Machine::UP) {
+  if (mach->state_ != v1::Machine::UP) {
     return absl::FailedPreconditionError(absl::StrCat("machine ", m.machine(), " is not up"));
   }
-  for (const v1::Constraint& c : t->job->spec.constraints()) {
-    if (!c.soft() && !Matches(c, mach->attributes)) {
+  for (const v1::Constraint& c : t->job_->spec.constraints()) {
+    if (!c.soft() && !Matches(c, mach->attributes_)) {
       return absl::FailedPreconditionError(
           absl::StrCat("machine ", m.machine(), " does not satisfy constraint ", Describe(c)));
     }
@@ -246,7 +246,7 @@ absl::Status CellState::CheckScheduled(const v1::TaskScheduled& m) const {
   for (const v1::TaskRef& ref : m.victims()) {
     const Task* v = nullptr;
     HERD_RETURN_IF_ERROR(CheckRef(ref, &v));
-    if (v->machine != mach) {
+    if (v->machine_ != mach) {
       return absl::FailedPreconditionError(
           absl::StrCat("victim ", TaskName(ref.job(), ref.index()), " does not run on ", m.machine()));
     }
@@ -256,12 +256,12 @@ absl::Status CellState::CheckScheduled(const v1::TaskScheduled& m) const {
                                                         " (priority ", v->priority(), ")"));
     }
     if (!victims.insert(v).second) return absl::InvalidArgumentError("victim listed twice");
-    avail += prod ? v->resources : v->reservation();
+    avail += prod ? v->resources_ : v->reservation();
   }
-  if (auto dim = t->resources.FirstShortfall(avail)) {
+  if (auto dim = t->resources_.FirstShortfall(avail)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "task ", name, " does not fit on ", m.machine(), ": ", *dim, " asks ",
-        FormatDimension(*dim, t->resources.Get(*dim)), ", ", FormatDimension(*dim, avail.Get(*dim)), " free"));
+        FormatDimension(*dim, t->resources_.Get(*dim)), ", ", FormatDimension(*dim, avail.Get(*dim)), " free"));
   }
   return absl::OkStatus();
 }
@@ -314,16 +314,16 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
     case v1::Mutation::kMachineDown: {
       const Machine* mach = FindMachine(m.machine_down().name());
       if (mach == nullptr) return absl::NotFoundError(absl::StrCat("no machine ", m.machine_down().name()));
-      if (mach->state == v1::Machine::DOWN) {
-        return absl::FailedPreconditionError(absl::StrCat("machine ", mach->name, " is already down"));
+      if (mach->state_ == v1::Machine::DOWN) {
+        return absl::FailedPreconditionError(absl::StrCat("machine ", mach->name_, " is already down"));
       }
       return absl::OkStatus();
     }
     case v1::Mutation::kMachineUp: {
       const Machine* mach = FindMachine(m.machine_up().name());
       if (mach == nullptr) return absl::NotFoundError(absl::StrCat("no machine ", m.machine_up().name()));
-      if (mach->state == v1::Machine::UP) {
-        return absl::FailedPreconditionError(absl::StrCat("machine ", mach->name, " is already up"));
+      if (mach->state_ == v1::Machine::UP) {
+        return absl::FailedPreconditionError(absl::StrCat("machine ", mach->name_, " is already up"));
       }
       return absl::OkStatus();
     }
@@ -394,23 +394,23 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
 }
 
 void CellState::AddUsage(const Task& t, bool add) {
-  auto key = std::make_pair(t.job->spec.user(), static_cast<int>(BandOf(t.priority())));
+  auto key = std::make_pair(t.job_->spec.user(), static_cast<int>(BandOf(t.priority())));
   ResourceVector& u = usage_[key];
   if (add) {
-    u += t.resources;
+    u += t.resources_;
   } else {
-    u -= t.resources;
+    u -= t.resources_;
     if (u.IsZero()) usage_.erase(key);
   }
 }
 
 void CellState::Transition(Task* t, v1::Task::State to, Event::Transition why, absl::string_view reason,
                            const v1::Mutation& m, absl::string_view machine) {
-  v1::Task::State from = t->state;
+  v1::Task::State from = t->state_;
   if (from != to) {
     --task_counts_[from];
     ++task_counts_[to];
-    Job* j = t->job;
+    Job* j = t->job_;
     auto bump = [&](v1::Task::State s, int d) {
       if (s == v1::Task::PENDING) j->pending += d;
       if (s == v1::Task::RUNNING) j->running += d;
@@ -422,38 +422,47 @@ void CellState::Transition(Task* t, v1::Task::State to, Event::Transition why, a
     if (to == v1::Task::PENDING) pending_.insert(t);
     if (to == v1::Task::DEAD) AddUsage(*t, false);
   }
-  t->state = to;
-  t->state_revision = revision_;
-  t->history.push_back(EventRec{why, m.time_ms(), revision_, std::string(reason), std::string(machine)});
-  if (t->history.size() > Task::kHistory) t->history.erase(t->history.begin());
+  t->state_ = to;
+  t->state_revision_ = revision_;
+  t->history_.push_back(EventRec{why, m.time_ms(), revision_, std::string(reason), std::string(machine)});
+  if (t->history_.size() > Task::kHistory) t->history_.erase(t->history_.begin());
+}
+
+void CellState::AttachToMachine(Task* t, Machine* mach) {
+  t->machine_ = mach;
+  mach->allocated_ += t->resources_;
+  mach->reserved_ += t->reservation();
+  mach->tasks_.insert(t);
+  (IsProd(t->priority()) ? mach->prod_cpu_ : mach->nonprod_cpu_) += t->resources_.cpu_millis;
+  ++mach->priorities_[t->priority()];
+}
+
+void CellState::DetachFromMachine(Task* t) {
+  Machine* mach = t->machine_;
+  mach->allocated_ -= t->resources_;
+  mach->reserved_ -= t->reservation();
+  mach->tasks_.erase(t);
+  (IsProd(t->priority()) ? mach->prod_cpu_ : mach->nonprod_cpu_) -= t->resources_.cpu_millis;
+  if (auto it = mach->priorities_.find(t->priority()); it != mach->priorities_.end() && --it->second == 0) {
+    mach->priorities_.erase(it);
+  }
+  t->machine_ = nullptr;
 }
 
 void CellState::Place(Task* t, Machine* mach, Effects* fx) {
-  t->machine = mach;
-  t->last_machine = mach->name;
-  mach->allocated += t->resources;
-  mach->reserved += t->reservation();
-  mach->tasks.insert(t);
-  (IsProd(t->priority()) ? mach->prod_cpu : mach->nonprod_cpu) += t->resources.cpu_millis;
-  ++mach->priorities[t->priority()];
+  AttachToMachine(t, mach);
+  t->last_machine_ = mach->name_;
   placed_revision_[std::clamp<int32_t>(t->priority(), 0, kMaxPriority)] = revision_;
-  fx->machines.push_back(mach->name);
+  fx->machines.push_back(mach->name_);
 }
 
 void CellState::Unplace(Task* t, Effects* fx) {
-  Machine* mach = t->machine;
+  Machine* mach = t->machine_;
   if (mach == nullptr) return;
-  mach->allocated -= t->resources;
-  mach->reserved -= t->reservation();
-  mach->tasks.erase(t);
-  (IsProd(t->priority()) ? mach->prod_cpu : mach->nonprod_cpu) -= t->resources.cpu_millis;
-  if (auto it = mach->priorities.find(t->priority()); it != mach->priorities.end() && --it->second == 0) {
-    mach->priorities.erase(it);
-  }
-  t->machine = nullptr;
-  t->agent_info.reset();  // its ports and health were of that machine's run
+  DetachFromMachine(t);
+  t->agent_info_.reset();  // its ports and health were of that machine's run
   freed_revision_ = revision_;
-  fx->machines.push_back(mach->name);
+  fx->machines.push_back(mach->name_);
 }
 
 void CellState::UpdateJobState(Job* j, const v1::Mutation& m) {
@@ -529,13 +538,13 @@ void CellState::ApplySubmit(const v1::Mutation& m, Effects* fx) {
     jobs_.emplace(id, std::move(job));
     for (int32_t i = 0; i < spec.task_count(); ++i) {
       Task& t = j->tasks[i];
-      t.job = j;
-      t.index = i;
+      t.job_ = j;
+      t.index_ = i;
       t.priority_ = spec.priority();
-      t.state = v1::Task::PENDING;
-      t.resources = TaskResources(spec, i);
-      t.state_revision = revision_;
-      t.history.push_back(EventRec{Event::SUBMIT, m.time_ms(), revision_, reason, ""});
+      t.state_ = v1::Task::PENDING;
+      t.resources_ = TaskResources(spec, i);
+      t.state_revision_ = revision_;
+      t.history_.push_back(EventRec{Event::SUBMIT, m.time_ms(), revision_, reason, ""});
       ++task_counts_[v1::Task::PENDING];
       pending_.insert(&t);
       AddUsage(t, true);
@@ -553,11 +562,11 @@ void CellState::ApplyKill(const v1::Mutation& m, Effects* fx) {
                            ? absl::StrCat("killed by ", m.actor().empty() ? "user" : m.actor())
                            : m.job_killed().reason();
   for (Task& t : j->tasks) {
-    if (t.state == v1::Task::DEAD) continue;
-    std::string machine = t.machine ? t.machine->name : "";
+    if (t.state_ == v1::Task::DEAD) continue;
+    std::string machine = t.machine_ ? t.machine_->name_ : "";
     Unplace(&t, fx);
-    t.phase = t.phase == v1::Task::PHASE_UNSPECIFIED ? t.phase : v1::Task::STOPPING;
-    t.pid = 0;
+    t.phase_ = t.phase_ == v1::Task::PHASE_UNSPECIFIED ? t.phase_ : v1::Task::STOPPING;
+    t.pid_ = 0;
     Transition(&t, v1::Task::DEAD, Event::KILL, reason, m, machine);
   }
   UpdateJobState(j, m);
@@ -571,54 +580,54 @@ void CellState::ApplyScheduled(const v1::Mutation& m, Effects* fx) {
   for (const v1::TaskRef& ref : s.victims()) {
     Task* v = MutableTask(ref.job(), ref.index());
     Unplace(v, fx);
-    v->phase = v1::Task::PHASE_UNSPECIFIED;
-    v->pid = 0;
+    v->phase_ = v1::Task::PHASE_UNSPECIFIED;
+    v->pid_ = 0;
     Transition(v, v1::Task::PENDING, Event::EVICT,
-               absl::StrCat("preempted by ", me, " (priority ", t->priority(), ") on ", mach->name), m, mach->name);
+               absl::StrCat("preempted by ", me, " (priority ", t->priority(), ") on ", mach->name_), m, mach->name_);
     fx->pending_added = true;
-    UpdateJobState(v->job, m);
+    UpdateJobState(v->job_, m);
   }
-  ++t->incarnation;
+  ++t->incarnation_;
   Place(t, mach, fx);
-  t->phase = v1::Task::ASSIGNED;
-  t->restarts = 0;
-  t->exit_code = 0;
-  t->exit_signal = 0;
-  t->pid = 0;
-  t->started_ms = 0;
-  t->message.clear();
+  t->phase_ = v1::Task::ASSIGNED;
+  t->restarts_ = 0;
+  t->exit_code_ = 0;
+  t->exit_signal_ = 0;
+  t->pid_ = 0;
+  t->started_ms_ = 0;
+  t->message_.clear();
   // Who placed it (the scheduler's name) when several schedulers may race.
-  std::string reason = absl::StrCat("scheduled on ", mach->name);
+  std::string reason = absl::StrCat("scheduled on ", mach->name_);
   if (!m.actor().empty()) absl::StrAppend(&reason, " by ", m.actor());
   if (s.victims_size() > 0) absl::StrAppend(&reason, ", preempting ", s.victims_size(), " task(s)");
-  Transition(t, v1::Task::RUNNING, Event::SCHEDULE, reason, m, mach->name);
-  UpdateJobState(t->job, m);
+  Transition(t, v1::Task::RUNNING, Event::SCHEDULE, reason, m, mach->name_);
+  UpdateJobState(t->job_, m);
 }
 
 void CellState::ApplyObserved(const v1::Mutation& m) {
   const v1::TaskObserved& o = m.task_observed();
   Task* t = MutableTask(o.task().job(), o.task().index());
-  t->phase = o.phase();
-  t->pid = o.pid();
-  t->restarts = o.restarts();
-  t->exit_code = o.exit_code();
-  t->exit_signal = o.exit_signal();
-  t->message = o.message();
-  t->started_ms = o.started_ms();
+  t->phase_ = o.phase();
+  t->pid_ = o.pid();
+  t->restarts_ = o.restarts();
+  t->exit_code_ = o.exit_code();
+  t->exit_signal_ = o.exit_signal();
+  t->message_ = o.message();
+  t->started_ms_ = o.started_ms();
   t->SetAgentInfo(o.ports(), o.health());
-  t->state_revision = revision_;
+  t->state_revision_ = revision_;
 }
 
 void CellState::ApplyExited(const v1::Mutation& m, Effects* fx) {
   const v1::TaskExited& e = m.task_exited();
   Task* t = MutableTask(e.task().job(), e.task().index());
-  std::string machine = t->machine->name;
+  std::string machine = t->machine_->name_;
   Unplace(t, fx);
-  t->phase = v1::Task::EXITED;
-  t->exit_code = e.exit_code();
-  t->exit_signal = e.exit_signal();
-  t->restarts = e.restarts();
-  t->pid = 0;
+  t->phase_ = v1::Task::EXITED;
+  t->exit_code_ = e.exit_code();
+  t->exit_signal_ = e.exit_signal();
+  t->restarts_ = e.restarts();
+  t->pid_ = 0;
   bool ok = e.exit_code() == 0 && e.exit_signal() == 0;
   std::string reason = e.reason();
   if (reason.empty()) {
@@ -627,31 +636,31 @@ void CellState::ApplyExited(const v1::Mutation& m, Effects* fx) {
     if (e.restarts() > 0) absl::StrAppend(&reason, " after ", e.restarts(), " restart(s)");
   }
   Transition(t, v1::Task::DEAD, ok ? Event::FINISH : Event::FAIL, reason, m, machine);
-  UpdateJobState(t->job, m);
+  UpdateJobState(t->job_, m);
 }
 
 void CellState::ApplyLost(const v1::Mutation& m, Effects* fx) {
   const v1::TaskLost& l = m.task_lost();
   Task* t = MutableTask(l.task().job(), l.task().index());
-  std::string machine = t->machine->name;
+  std::string machine = t->machine_->name_;
   Unplace(t, fx);
-  t->phase = v1::Task::PHASE_UNSPECIFIED;
-  t->pid = 0;
+  t->phase_ = v1::Task::PHASE_UNSPECIFIED;
+  t->pid_ = 0;
   Transition(t, v1::Task::PENDING, Event::LOST, l.reason().empty() ? "lost" : l.reason(), m, machine);
   fx->pending_added = true;
-  UpdateJobState(t->job, m);
+  UpdateJobState(t->job_, m);
 }
 
 void CellState::ApplyRescheduled(const v1::Mutation& m, Effects* fx) {
   const v1::TaskRescheduled& r = m.task_rescheduled();
   Task* t = MutableTask(r.task().job(), r.task().index());
-  std::string machine = t->machine->name;
+  std::string machine = t->machine_->name_;
   Unplace(t, fx);
-  t->phase = v1::Task::PHASE_UNSPECIFIED;
-  t->pid = 0;
+  t->phase_ = v1::Task::PHASE_UNSPECIFIED;
+  t->pid_ = 0;
   if (r.avoid_until_ms() > 0) {
     // Keep the list short: drop expired entries and any older one for this machine.
-    auto& av = t->avoid;
+    auto& av = t->avoid_;
     av.erase(std::remove_if(av.begin(), av.end(),
                             [&](const auto& e) { return e.second <= m.time_ms() || e.first == machine; }),
              av.end());
@@ -659,7 +668,7 @@ void CellState::ApplyRescheduled(const v1::Mutation& m, Effects* fx) {
   }
   Transition(t, v1::Task::PENDING, Event::RESCHEDULE, r.reason().empty() ? "rescheduled" : r.reason(), m, machine);
   fx->pending_added = true;
-  UpdateJobState(t->job, m);
+  UpdateJobState(t->job_, m);
 }
 
 absl::Status CellState::CheckReservations(const v1::ReservationsSet& m) const {
@@ -667,9 +676,9 @@ absl::Status CellState::CheckReservations(const v1::ReservationsSet& m) const {
     const Task* t = FindTask(e.job(), e.index());
     if (t == nullptr) return absl::NotFoundError(absl::StrCat("no task ", TaskName(e.job(), e.index())));
     ResourceVector r = ResourceVector::FromProto(e.reservation());
-    if (r.AnyNegative() || !r.FitsIn(t->resources)) {
+    if (r.AnyNegative() || !r.FitsIn(t->resources_)) {
       return absl::InvalidArgumentError(absl::StrCat("reservation of ", TaskName(e.job(), e.index()), " (",
-                                                     r.ToString(), ") exceeds its limit (", t->resources.ToString(),
+                                                     r.ToString(), ") exceeds its limit (", t->resources_.ToString(),
                                                      ")"));
     }
   }
@@ -680,13 +689,13 @@ void CellState::ApplyReservations(const v1::Mutation& m) {
   for (const auto& e : m.reservations_set().entries()) {
     Task* t = MutableTask(e.job(), e.index());
     ResourceVector r = ResourceVector::FromProto(e.reservation());
-    if (t->machine != nullptr) {
-      t->machine->reserved -= t->reservation();
-      t->machine->reserved += r;
+    if (t->machine_ != nullptr) {
+      t->machine_->reserved_ -= t->reservation();
+      t->machine_->reserved_ += r;
       if (r.FitsIn(t->reservation()) && !(r == t->reservation())) freed_revision_ = revision_;
     }
     t->reservation_ = r;
-    t->state_revision = revision_;
+    t->state_revision_ = revision_;
   }
 }
 
@@ -696,60 +705,60 @@ void CellState::ApplyMachineRegistered(const v1::Mutation& m, Effects* fx) {
   if (mach == nullptr) {
     auto owned = std::make_unique<Machine>();
     mach = owned.get();
-    mach->name = in.name();
-    mach->order = machine_seq_++;
-    mach->registered_ms = m.time_ms();
+    mach->name_ = in.name();
+    mach->order_ = machine_seq_++;
+    mach->registered_ms_ = m.time_ms();
     machines_.emplace(in.name(), std::move(owned));
     machine_list_.push_back(mach);
-    mach->reason = "registered";
+    mach->reason_ = "registered";
   } else {
-    mach->reason = "re-registered";
+    mach->reason_ = "re-registered";
   }
-  mach->address = in.address();
-  mach->capacity = ResourceVector::FromProto(in.capacity());
-  mach->attributes = in.attributes();
-  mach->packages.assign(in.packages().begin(), in.packages().end());
-  std::sort(mach->packages.begin(), mach->packages.end());
-  mach->packages.erase(std::unique(mach->packages.begin(), mach->packages.end()), mach->packages.end());
-  mach->state = v1::Machine::UP;
-  mach->state_revision = revision_;
+  mach->address_ = in.address();
+  mach->capacity_ = ResourceVector::FromProto(in.capacity());
+  mach->attributes_ = in.attributes();
+  mach->packages_.assign(in.packages().begin(), in.packages().end());
+  std::sort(mach->packages_.begin(), mach->packages_.end());
+  mach->packages_.erase(std::unique(mach->packages_.begin(), mach->packages_.end()), mach->packages_.end());
+  mach->state_ = v1::Machine::UP;
+  mach->state_revision_ = revision_;
   freed_revision_ = revision_;
-  fx->machines.push_back(mach->name);
+  fx->machines.push_back(mach->name_);
 }
 
 void CellState::ApplyMachineDown(const v1::Mutation& m, Effects* fx) {
   Machine* mach = MutableMachine(m.machine_down().name());
-  mach->state = v1::Machine::DOWN;
-  mach->reason = m.machine_down().reason();
-  mach->state_revision = revision_;
-  std::string reason = absl::StrCat("machine ", mach->name, " down");
+  mach->state_ = v1::Machine::DOWN;
+  mach->reason_ = m.machine_down().reason();
+  mach->state_revision_ = revision_;
+  std::string reason = absl::StrCat("machine ", mach->name_, " down");
   if (!m.machine_down().reason().empty()) absl::StrAppend(&reason, ": ", m.machine_down().reason());
-  std::vector<Task*> lost(mach->tasks.begin(), mach->tasks.end());
+  std::vector<Task*> lost(mach->tasks_.begin(), mach->tasks_.end());
   for (Task* t : lost) {
     Unplace(t, fx);
-    t->phase = v1::Task::PHASE_UNSPECIFIED;
-    t->pid = 0;
-    Transition(t, v1::Task::PENDING, Event::LOST, reason, m, mach->name);
-    UpdateJobState(t->job, m);
+    t->phase_ = v1::Task::PHASE_UNSPECIFIED;
+    t->pid_ = 0;
+    Transition(t, v1::Task::PENDING, Event::LOST, reason, m, mach->name_);
+    UpdateJobState(t->job_, m);
   }
   if (!lost.empty()) fx->pending_added = true;
-  fx->machines.push_back(mach->name);
+  fx->machines.push_back(mach->name_);
 }
 
 void CellState::ApplyMachineUp(const v1::Mutation& m) {
   Machine* mach = MutableMachine(m.machine_up().name());
-  mach->state = v1::Machine::UP;
-  mach->reason = m.machine_up().reason();
-  mach->state_revision = revision_;
+  mach->state_ = v1::Machine::UP;
+  mach->reason_ = m.machine_up().reason();
+  mach->state_revision_ = revision_;
   freed_revision_ = revision_;
 }
 
 void CellState::ApplyMachinePackages(const v1::Mutation& m) {
   Machine* mach = MutableMachine(m.machine_packages().name());
-  mach->packages.assign(m.machine_packages().packages().begin(), m.machine_packages().packages().end());
-  std::sort(mach->packages.begin(), mach->packages.end());
-  mach->packages.erase(std::unique(mach->packages.begin(), mach->packages.end()), mach->packages.end());
-  mach->state_revision = revision_;
+  mach->packages_.assign(m.machine_packages().packages().begin(), m.machine_packages().packages().end());
+  std::sort(mach->packages_.begin(), mach->packages_.end());
+  mach->packages_.erase(std::unique(mach->packages_.begin(), mach->packages_.end()), mach->packages_.end());
+  mach->state_revision_ = revision_;
 }
 
 void CellState::ApplyQuota(const v1::Mutation& m) {

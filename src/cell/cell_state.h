@@ -37,7 +37,8 @@
 namespace herd::cell {
 
 struct Job;
-struct Machine;
+class Machine;
+class Task;
 
 // One event of a task's or job's life (compact form of v1::Event).
 struct EventRec {
@@ -49,29 +50,31 @@ struct EventRec {
   void ToProto(v1::Event* out) const;
 };
 
-struct Task {
-  Job* job = nullptr;
-  int32_t index = 0;
-  v1::Task::State state = v1::Task::PENDING;
-  v1::Task::Phase phase = v1::Task::PHASE_UNSPECIFIED;
-  ResourceVector resources;  // limits after overrides
-  Machine* machine = nullptr;  // while RUNNING
-  std::string last_machine;    // where it ran last (for logs), kept after it leaves
-  int64_t incarnation = 0;
-  int32_t restarts = 0;
-  int32_t exit_code = 0;
-  int32_t exit_signal = 0;
-  int64_t pid = 0;
-  int64_t started_ms = 0;
-  int64_t state_revision = 0;
-  std::string message;
-  // Newest last; at most kHistory. Inline: one event costs no allocation
-  // (a std::deque would cost >512 bytes per task).
-  absl::InlinedVector<EventRec, 1> history;
-
+// One task of a job. Its fields are CellState's to change (mutations only);
+// everyone else reads them through these accessors.
+class Task {
+ public:
+  const Job* job() const { return job_; }
+  int32_t index() const { return index_; }
+  v1::Task::State state() const { return state_; }
+  v1::Task::Phase phase() const { return phase_; }
+  const ResourceVector& resources() const { return resources_; }  // limits after overrides
+  const Machine* machine() const { return machine_; }             // while RUNNING
+  // Where it ran last (for logs), kept after it leaves.
+  const std::string& last_machine() const { return last_machine_; }
+  int64_t incarnation() const { return incarnation_; }
+  int32_t restarts() const { return restarts_; }
+  int32_t exit_code() const { return exit_code_; }
+  int32_t exit_signal() const { return exit_signal_; }
+  int64_t pid() const { return pid_; }
+  int64_t started_ms() const { return started_ms_; }
+  int64_t state_revision() const { return state_revision_; }
+  const std::string& message() const { return message_; }
+  // Newest last; at most kHistory.
+  const absl::InlinedVector<EventRec, 1>& history() const { return history_; }
   static constexpr size_t kHistory = 4;
   // Machines not to place this task on again before the given time.
-  std::vector<std::pair<std::string, int64_t>> avoid;
+  const std::vector<std::pair<std::string, int64_t>>& avoid() const { return avoid_; }
 
   // What the agent reported beyond the phase: allocated ports and the health
   // check's verdict. Absent for most tasks (a pointer keeps a million tasks
@@ -80,28 +83,52 @@ struct Task {
     std::map<std::string, int32_t> ports;
     std::string health;
   };
-  std::unique_ptr<AgentInfo> agent_info;
-  template <typename PortMap>
-  void SetAgentInfo(const PortMap& ports, const std::string& health) {
-    if (ports.empty() && health.empty()) {
-      agent_info.reset();
-      return;
-    }
-    if (!agent_info) agent_info = std::make_unique<AgentInfo>();
-    agent_info->ports = std::map<std::string, int32_t>(ports.begin(), ports.end());
-    agent_info->health = health;
-  }
+  const AgentInfo* agent_info() const { return agent_info_.get(); }
 
-  int32_t priority() const { return priority_; }
-  int32_t priority_ = 0;  // the job's, cached (read on every scheduler hot path)
+  int32_t priority() const { return priority_; }  // the job's, cached (read on every scheduler hot path)
   // The master's estimate of what the task really uses. Non-production work
   // is scheduled against others' reservations, production against limits.
   // Equal to the limit until the reclamation issue estimates it.
-  const ResourceVector& reservation() const { return reservation_ ? *reservation_ : resources; }
-  std::optional<ResourceVector> reservation_;  // set by ReservationsSet
+  const ResourceVector& reservation() const { return reservation_ ? *reservation_ : resources_; }
   bool AvoidsMachine(absl::string_view machine, int64_t now_ms) const;
-  const EventRec* last_event() const { return history.empty() ? nullptr : &history.back(); }
+  const EventRec* last_event() const { return history_.empty() ? nullptr : &history_.back(); }
   v1::Task ToProto() const;
+
+ private:
+  friend class CellState;
+  template <typename PortMap>
+  void SetAgentInfo(const PortMap& ports, const std::string& health) {
+    if (ports.empty() && health.empty()) {
+      agent_info_.reset();
+      return;
+    }
+    if (!agent_info_) agent_info_ = std::make_unique<AgentInfo>();
+    agent_info_->ports = std::map<std::string, int32_t>(ports.begin(), ports.end());
+    agent_info_->health = health;
+  }
+
+  Job* job_ = nullptr;
+  int32_t index_ = 0;
+  v1::Task::State state_ = v1::Task::PENDING;
+  v1::Task::Phase phase_ = v1::Task::PHASE_UNSPECIFIED;
+  ResourceVector resources_;
+  Machine* machine_ = nullptr;
+  std::string last_machine_;
+  int64_t incarnation_ = 0;
+  int32_t restarts_ = 0;
+  int32_t exit_code_ = 0;
+  int32_t exit_signal_ = 0;
+  int64_t pid_ = 0;
+  int64_t started_ms_ = 0;
+  int64_t state_revision_ = 0;
+  std::string message_;
+  // Inline: one event costs no allocation (a std::deque would cost >512
+  // bytes per task).
+  absl::InlinedVector<EventRec, 1> history_;
+  std::vector<std::pair<std::string, int64_t>> avoid_;
+  std::unique_ptr<AgentInfo> agent_info_;
+  int32_t priority_ = 0;
+  std::optional<ResourceVector> reservation_;  // set by ReservationsSet
 };
 
 struct Job {
@@ -126,34 +153,57 @@ struct TaskKeyOrder {
   bool operator()(const Task* a, const Task* b) const;
 };
 
-struct Machine {
-  std::string name;
-  std::string address;
-  ResourceVector capacity;
-  google::protobuf::Map<std::string, std::string> attributes;
-  v1::Machine::State state = v1::Machine::UP;
-  ResourceVector allocated;  // sum of the limits of tasks placed here
-  ResourceVector reserved;   // sum of the reservations of tasks placed here
-  std::vector<std::string> packages;  // sha256 of cached packages, sorted
-  // Kept in step with `tasks` so the scheduler need not walk them: CPU held
+// A machine of the cell. Its fields are CellState's to change; everyone
+// else reads them through these accessors.
+class Machine {
+ public:
+  const std::string& name() const { return name_; }
+  const std::string& address() const { return address_; }
+  const ResourceVector& capacity() const { return capacity_; }
+  const google::protobuf::Map<std::string, std::string>& attributes() const { return attributes_; }
+  v1::Machine::State state() const { return state_; }
+  const ResourceVector& allocated() const { return allocated_; }  // sum of the limits of tasks placed here
+  const ResourceVector& reserved() const { return reserved_; }    // sum of their reservations
+  const std::vector<std::string>& packages() const { return packages_; }  // sha256 of cached packages, sorted
+  // Kept in step with tasks() so the scheduler need not walk them: CPU held
   // by production and non-production tasks, and how many tasks of each
   // priority run here (its first key is the lowest priority present).
-  int64_t prod_cpu = 0;
-  int64_t nonprod_cpu = 0;
-  std::map<int32_t, int32_t> priorities;
-  int32_t MinPriority() const { return priorities.empty() ? INT32_MAX : priorities.begin()->first; }
-  absl::btree_set<Task*, TaskKeyOrder> tasks;  // running here, by (job id, index)
-  std::string reason;
-  int64_t state_revision = 0;
-  int64_t registered_ms = 0;
-  int64_t order = 0;  // registration order (deterministic iteration)
+  int64_t prod_cpu() const { return prod_cpu_; }
+  int64_t nonprod_cpu() const { return nonprod_cpu_; }
+  const std::map<int32_t, int32_t>& priorities() const { return priorities_; }
+  int32_t MinPriority() const { return priorities_.empty() ? INT32_MAX : priorities_.begin()->first; }
+  // Running here, by (job id, index).
+  const absl::btree_set<Task*, TaskKeyOrder>& tasks() const { return tasks_; }
+  const std::string& reason() const { return reason_; }
+  int64_t state_revision() const { return state_revision_; }
+  int64_t registered_ms() const { return registered_ms_; }
+  int64_t order() const { return order_; }  // registration order (deterministic iteration)
 
-  ResourceVector Free() const { return capacity - allocated; }
+  ResourceVector Free() const { return capacity_ - allocated_; }
   // What a task of this priority may use: production counts the others'
   // limits, non-production their reservations.
-  ResourceVector FreeFor(int32_t priority) const { return capacity - (IsProd(priority) ? allocated : reserved); }
+  ResourceVector FreeFor(int32_t priority) const { return capacity_ - (IsProd(priority) ? allocated_ : reserved_); }
   bool HasPackage(absl::string_view sha256) const;
   v1::Machine ToProto() const;
+
+ private:
+  friend class CellState;
+  std::string name_;
+  std::string address_;
+  ResourceVector capacity_;
+  google::protobuf::Map<std::string, std::string> attributes_;
+  v1::Machine::State state_ = v1::Machine::UP;
+  ResourceVector allocated_;
+  ResourceVector reserved_;
+  std::vector<std::string> packages_;
+  int64_t prod_cpu_ = 0;
+  int64_t nonprod_cpu_ = 0;
+  std::map<int32_t, int32_t> priorities_;
+  absl::btree_set<Task*, TaskKeyOrder> tasks_;
+  std::string reason_;
+  int64_t state_revision_ = 0;
+  int64_t registered_ms_ = 0;
+  int64_t order_ = 0;
 };
 
 // Orders pending tasks: higher priority first, then job id, then index.
@@ -254,6 +304,12 @@ class CellState {
                   const v1::Mutation& m, absl::string_view machine = "");
   void Unplace(Task* t, Effects* fx);
   void Place(Task* t, Machine* mach, Effects* fx);
+  // Links a running task and its machine and keeps the machine's sums in
+  // step (allocated, reserved, CPU by prod and non-prod, priorities): the one
+  // place this happens, for Place and for FromSnapshot. DetachFromMachine
+  // undoes it.
+  static void AttachToMachine(Task* t, Machine* mach);
+  static void DetachFromMachine(Task* t);
   void UpdateJobState(Job* j, const v1::Mutation& m);
   void AddUsage(const Task& t, bool add);
   void RecordRequest(const std::string& request_id, std::vector<std::string> jobs);

@@ -59,12 +59,12 @@ TEST_F(CellStateTest, ScheduleRunsTaskAndAllocates) {
   Apply(Submit(JobBuilder("web").Tasks(2).Cpu(500).Build()));
   Apply(Schedule("alice/web", 0, "m1"));
   const Task& t = T("alice/web", 0);
-  EXPECT_EQ(t.state, v1::Task::RUNNING);
-  EXPECT_EQ(t.phase, v1::Task::ASSIGNED);
-  EXPECT_EQ(t.incarnation, 1);
+  EXPECT_EQ(t.state(), v1::Task::RUNNING);
+  EXPECT_EQ(t.phase(), v1::Task::ASSIGNED);
+  EXPECT_EQ(t.incarnation(), 1);
   EXPECT_EQ(t.last_event()->transition, Event::SCHEDULE);
   EXPECT_EQ(t.last_event()->reason, "scheduled on m1");
-  EXPECT_EQ(state_.FindMachine("m1")->allocated.cpu_millis, 500);
+  EXPECT_EQ(state_.FindMachine("m1")->allocated().cpu_millis, 500);
   EXPECT_EQ(state_.FindJob("alice/web")->state, v1::Job::RUNNING);
 }
 
@@ -78,7 +78,7 @@ TEST_F(CellStateTest, ScheduleEventNamesTheSchedulerThatPlacedIt) {
 
 TEST_F(CellStateTest, ScheduleRejectsWhatNoLongerHolds) {
   Apply(Submit(JobBuilder("web").Tasks(2).Cpu(1500).Build()));
-  int64_t rev0 = T("alice/web", 0).state_revision;
+  int64_t rev0 = T("alice/web", 0).state_revision();
   Reject(Schedule("alice/web", 0, "m1", {}, rev0 + 100), absl::StatusCode::kFailedPrecondition, "changed");
   Reject(Schedule("alice/web", 0, "nowhere"), absl::StatusCode::kNotFound);
   Reject(Schedule("alice/web", 7, "m1"), absl::StatusCode::kNotFound);
@@ -102,11 +102,11 @@ TEST_F(CellStateTest, PreemptionEvictsVictimsToPending) {
   Reject(Schedule("bob/prod", 0, "m1"), absl::StatusCode::kFailedPrecondition, "does not fit");
   Apply(Schedule("bob/prod", 0, "m1", {Ref("alice/batch", 0, 1)}));
   const Task& v = T("alice/batch", 0);
-  EXPECT_EQ(v.state, v1::Task::PENDING);
+  EXPECT_EQ(v.state(), v1::Task::PENDING);
   EXPECT_EQ(v.last_event()->transition, Event::EVICT);
   EXPECT_EQ(v.last_event()->reason, "preempted by bob/prod/0 (priority 200) on m1");
   EXPECT_EQ(state_.FindJob("alice/batch")->state, v1::Job::PENDING);
-  EXPECT_EQ(state_.FindMachine("m1")->allocated.cpu_millis, 1000);
+  EXPECT_EQ(state_.FindMachine("m1")->allocated().cpu_millis, 1000);
 }
 
 TEST_F(CellStateTest, ProductionNeverPreemptsProduction) {
@@ -126,13 +126,13 @@ TEST_F(CellStateTest, AgentReportsAndExits) {
   Apply(Schedule("alice/job", 0, "m1"));
   Apply(Schedule("alice/job", 1, "m2"));
   Apply(Observed(Ref("alice/job", 0, 1), v1::Task::ACTIVE, 1234));
-  EXPECT_EQ(T("alice/job", 0).pid, 1234);
-  EXPECT_EQ(T("alice/job", 0).phase, v1::Task::ACTIVE);
+  EXPECT_EQ(T("alice/job", 0).pid(), 1234);
+  EXPECT_EQ(T("alice/job", 0).phase(), v1::Task::ACTIVE);
   Reject(Observed(Ref("alice/job", 0, 9), v1::Task::ACTIVE), absl::StatusCode::kFailedPrecondition, "incarnation");
   Apply(Exited(Ref("alice/job", 0, 1), 0));
-  EXPECT_EQ(T("alice/job", 0).state, v1::Task::DEAD);
+  EXPECT_EQ(T("alice/job", 0).state(), v1::Task::DEAD);
   EXPECT_EQ(T("alice/job", 0).last_event()->transition, Event::FINISH);
-  EXPECT_EQ(state_.FindMachine("m1")->allocated.cpu_millis, 0);
+  EXPECT_EQ(state_.FindMachine("m1")->allocated().cpu_millis, 0);
   Apply(Exited(Ref("alice/job", 1, 1), 3));
   EXPECT_EQ(T("alice/job", 1).last_event()->transition, Event::FAIL);
   EXPECT_EQ(T("alice/job", 1).last_event()->reason, "exited with code 3");
@@ -148,19 +148,19 @@ TEST_F(CellStateTest, MachineDownLosesTasksAndUpRestoresMachine) {
   Apply(Schedule("alice/job", 1, "m1"));
   Apply(Schedule("alice/job", 2, "m2"));
   Apply(Down("m1", "missed 3 polls"));
-  EXPECT_EQ(T("alice/job", 0).state, v1::Task::PENDING);
+  EXPECT_EQ(T("alice/job", 0).state(), v1::Task::PENDING);
   EXPECT_EQ(T("alice/job", 0).last_event()->transition, Event::LOST);
   EXPECT_EQ(T("alice/job", 0).last_event()->reason, "machine m1 down: missed 3 polls");
-  EXPECT_EQ(T("alice/job", 2).state, v1::Task::RUNNING);
+  EXPECT_EQ(T("alice/job", 2).state(), v1::Task::RUNNING);
   Reject(Down("m1"), absl::StatusCode::kFailedPrecondition);
   // Rescheduled elsewhere with a new incarnation; the old one is stale.
   Apply(Schedule("alice/job", 0, "m2"));
-  EXPECT_EQ(T("alice/job", 0).incarnation, 2);
+  EXPECT_EQ(T("alice/job", 0).incarnation(), 2);
   Reject(Observed(Ref("alice/job", 0, 1), v1::Task::ACTIVE), absl::StatusCode::kFailedPrecondition);
   Apply(Up("m1"));
-  EXPECT_EQ(state_.FindMachine("m1")->state, v1::Machine::UP);
+  EXPECT_EQ(state_.FindMachine("m1")->state(), v1::Machine::UP);
   Apply(Lost(Ref("alice/job", 2, 1), "agent does not know it"));
-  EXPECT_EQ(T("alice/job", 2).state, v1::Task::PENDING);
+  EXPECT_EQ(T("alice/job", 2).state(), v1::Task::PENDING);
 }
 
 TEST_F(CellStateTest, RescheduleRemembersTheMachineToAvoid) {
@@ -170,7 +170,7 @@ TEST_F(CellStateTest, RescheduleRemembersTheMachineToAvoid) {
   m.set_time_ms(1000);
   Apply(m);
   const cell::Task& t = T("alice/job", 0);
-  EXPECT_EQ(t.state, v1::Task::PENDING);
+  EXPECT_EQ(t.state(), v1::Task::PENDING);
   EXPECT_EQ(t.last_event()->transition, Event::RESCHEDULE);
   EXPECT_EQ(t.last_event()->reason, "crash loop on m1");
   EXPECT_TRUE(t.AvoidsMachine("m1", 4999));
@@ -191,12 +191,12 @@ TEST_F(CellStateTest, ReservationsLetNonProductionUseTheSlack) {
   Reject(Schedule("alice/batch", 0, "m1"), absl::StatusCode::kFailedPrecondition, "does not fit");
   Reject(Reserve("alice/svc", 0, 3000, 1 << 30), absl::StatusCode::kInvalidArgument, "exceeds its limit");
   Apply(Reserve("alice/svc", 0, 1000, 2LL << 30));
-  EXPECT_EQ(state_.FindMachine("m1")->reserved.cpu_millis, 1000);
+  EXPECT_EQ(state_.FindMachine("m1")->reserved().cpu_millis, 1000);
   Apply(Schedule("alice/batch", 0, "m1"));                        // non-prod: against reservations
   Reject(Schedule("alice/prod2", 0, "m1"), absl::StatusCode::kFailedPrecondition, "does not fit");  // prod: limits
   auto restored = CellState::FromSnapshot(state_.ToSnapshot());
   ASSERT_TRUE(restored.ok()) << restored.status();
-  EXPECT_EQ(restored->FindMachine("m1")->reserved.cpu_millis, 2000);
+  EXPECT_EQ(restored->FindMachine("m1")->reserved().cpu_millis, 2000);
 }
 
 TEST_F(CellStateTest, KillAndResubmit) {
@@ -204,10 +204,10 @@ TEST_F(CellStateTest, KillAndResubmit) {
   Apply(Schedule("alice/job", 0, "m1"));
   Reject(Submit(JobBuilder("job").Build()), absl::StatusCode::kAlreadyExists);
   Apply(Kill("alice/job", "no longer needed"));
-  EXPECT_EQ(T("alice/job", 0).state, v1::Task::DEAD);
+  EXPECT_EQ(T("alice/job", 0).state(), v1::Task::DEAD);
   EXPECT_EQ(T("alice/job", 1).last_event()->transition, Event::KILL);
   EXPECT_EQ(T("alice/job", 1).last_event()->reason, "no longer needed");
-  EXPECT_EQ(state_.FindMachine("m1")->allocated.cpu_millis, 0);
+  EXPECT_EQ(state_.FindMachine("m1")->allocated().cpu_millis, 0);
   EXPECT_EQ(state_.FindJob("alice/job")->state, v1::Job::DEAD);
   Reject(Kill("alice/job"), absl::StatusCode::kFailedPrecondition);
   Reject(Kill("alice/none"), absl::StatusCode::kNotFound);
@@ -263,15 +263,15 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
         const std::string& mach = machines[rng.Uniform(machines.size())];
         int32_t idx = static_cast<int32_t>(rng.Uniform(4));
         const Task* t = state.FindTask(job, idx);
-        int64_t inc = t ? t->incarnation : 1;
+        int64_t inc = t ? t->incarnation() : 1;
         switch (kind) {
           case 1:
           case 2:
           case 3: {
             std::vector<v1::TaskRef> victims;
-            if (const Machine* mm = state.FindMachine(mach); mm && !mm->tasks.empty() && rng.Uniform(2)) {
-              const Task* v = *mm->tasks.begin();
-              victims.push_back(Ref(v->job->id, v->index, v->incarnation));
+            if (const Machine* mm = state.FindMachine(mach); mm && !mm->tasks().empty() && rng.Uniform(2)) {
+              const Task* v = *mm->tasks().begin();
+              victims.push_back(Ref(v->job()->id, v->index(), v->incarnation()));
             }
             m = Schedule(job, idx, mach, victims);
             break;

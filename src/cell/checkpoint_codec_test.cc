@@ -49,7 +49,7 @@ TEST(CheckpointCodec, RoundTripsAndReplays) {
   ASSERT_TRUE(b.ok());
   for (const auto& m : cp->log) ASSERT_TRUE(b->Apply(m).ok());
   EXPECT_EQ(b->revision(), a.revision());
-  EXPECT_EQ(b->FindTask("alice/x", 0)->state, v1::Task::RUNNING);
+  EXPECT_EQ(b->FindTask("alice/x", 0)->state(), v1::Task::RUNNING);
 }
 
 TEST(CheckpointCodec, RejectsWhatIsNotACheckpoint) {

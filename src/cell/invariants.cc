@@ -19,31 +19,31 @@ absl::Status CellState::CheckInvariants() const {
     if (static_cast<int32_t>(j->tasks.size()) != j->spec.task_count()) return fail("job ", id, " task count");
     int32_t p = 0, r = 0, d = 0;
     for (const Task& t : j->tasks) {
-      std::string name = TaskName(id, t.index);
-      if (t.job != j.get()) return fail("task ", name, " points at another job");
-      if (t.state < v1::Task::PENDING || t.state > v1::Task::DEAD) return fail("task ", name, " has no state");
-      ++counts[t.state];
-      if (t.state == v1::Task::PENDING) {
+      std::string name = TaskName(id, t.index_);
+      if (t.job_ != j.get()) return fail("task ", name, " points at another job");
+      if (t.state_ < v1::Task::PENDING || t.state_ > v1::Task::DEAD) return fail("task ", name, " has no state");
+      ++counts[t.state_];
+      if (t.state_ == v1::Task::PENDING) {
         ++p;
         ++pending;
         if (!pending_.contains(const_cast<Task*>(&t))) return fail("pending task ", name, " not queued");
-        if (t.machine) return fail("pending task ", name, " has a machine");
-      } else if (t.state == v1::Task::RUNNING) {
+        if (t.machine_) return fail("pending task ", name, " has a machine");
+      } else if (t.state_ == v1::Task::RUNNING) {
         ++r;
-        if (t.machine == nullptr) return fail("running task ", name, " has no machine");
-        if (t.machine->state != v1::Machine::UP) return fail("task ", name, " runs on down machine");
-        if (!t.machine->tasks.contains(const_cast<Task*>(&t))) return fail("machine does not list ", name);
-        alloc[t.machine] += t.resources;
-        reserved[t.machine] += t.reservation();
-        ++on_machine[t.machine];
+        if (t.machine_ == nullptr) return fail("running task ", name, " has no machine");
+        if (t.machine_->state_ != v1::Machine::UP) return fail("task ", name, " runs on down machine");
+        if (!t.machine_->tasks_.contains(const_cast<Task*>(&t))) return fail("machine does not list ", name);
+        alloc[t.machine_] += t.resources_;
+        reserved[t.machine_] += t.reservation();
+        ++on_machine[t.machine_];
       } else {
         ++d;
-        if (t.machine) return fail("dead task ", name, " has a machine");
+        if (t.machine_) return fail("dead task ", name, " has a machine");
       }
-      if (t.state != v1::Task::DEAD) {
-        usage[std::make_pair(j->spec.user(), static_cast<int>(BandOf(t.priority())))] += t.resources;
+      if (t.state_ != v1::Task::DEAD) {
+        usage[std::make_pair(j->spec.user(), static_cast<int>(BandOf(t.priority())))] += t.resources_;
       }
-      if (t.state_revision > revision_) return fail("task ", name, " revision from the future");
+      if (t.state_revision_ > revision_) return fail("task ", name, " revision from the future");
     }
     if (p != j->pending || r != j->running || d != j->dead) return fail("job ", id, " counts");
     v1::Job::State want = d == j->spec.task_count() ? v1::Job::DEAD
@@ -57,20 +57,20 @@ absl::Status CellState::CheckInvariants() const {
   if (pending != pending_.size()) return fail("pending set has ", pending_.size(), " tasks, expected ", pending);
   for (const Machine* m : machine_list_) {
     ResourceVector a = alloc.count(m) ? alloc[m] : ResourceVector{};
-    if (!(a == m->allocated)) return fail("machine ", m->name, " allocated ", m->allocated.ToString(), " != ", a.ToString());
+    if (!(a == m->allocated_)) return fail("machine ", m->name_, " allocated ", m->allocated_.ToString(), " != ", a.ToString());
     ResourceVector r = reserved.count(m) ? reserved[m] : ResourceVector{};
-    if (!(r == m->reserved)) return fail("machine ", m->name, " reserved ", m->reserved.ToString(), " != ", r.ToString());
+    if (!(r == m->reserved_)) return fail("machine ", m->name_, " reserved ", m->reserved_.ToString(), " != ", r.ToString());
     int64_t prod = 0, nonprod = 0;
     std::map<int32_t, int32_t> prios;
-    for (const Task* t : m->tasks) {
-      (IsProd(t->priority()) ? prod : nonprod) += t->resources.cpu_millis;
+    for (const Task* t : m->tasks_) {
+      (IsProd(t->priority()) ? prod : nonprod) += t->resources_.cpu_millis;
       ++prios[t->priority()];
     }
-    if (prod != m->prod_cpu || nonprod != m->nonprod_cpu || prios != m->priorities) {
-      return fail("machine ", m->name, " per-priority aggregates");
+    if (prod != m->prod_cpu_ || nonprod != m->nonprod_cpu_ || prios != m->priorities_) {
+      return fail("machine ", m->name_, " per-priority aggregates");
     }
     size_t n = on_machine.count(m) ? on_machine[m] : 0;
-    if (n != m->tasks.size()) return fail("machine ", m->name, " task list");
+    if (n != m->tasks_.size()) return fail("machine ", m->name_, " task list");
   }
   if (machine_list_.size() != machines_.size()) return fail("machine list");
   for (const auto& [key, v] : usage) {

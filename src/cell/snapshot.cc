@@ -37,17 +37,17 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
   c.revision_ = s.revision();
   for (const v1::Machine& pm : s.machines()) {
     auto m = std::make_unique<Machine>();
-    m->name = pm.name();
-    m->address = pm.address();
-    m->capacity = ResourceVector::FromProto(pm.capacity());
-    m->attributes = pm.attributes();
-    m->state = pm.state();
-    m->reason = pm.reason();
-    m->state_revision = pm.state_revision();
-    m->registered_ms = pm.registered_ms();
-    m->packages.assign(pm.packages().begin(), pm.packages().end());
-    std::sort(m->packages.begin(), m->packages.end());
-    m->order = c.machine_seq_++;
+    m->name_ = pm.name();
+    m->address_ = pm.address();
+    m->capacity_ = ResourceVector::FromProto(pm.capacity());
+    m->attributes_ = pm.attributes();
+    m->state_ = pm.state();
+    m->reason_ = pm.reason();
+    m->state_revision_ = pm.state_revision();
+    m->registered_ms_ = pm.registered_ms();
+    m->packages_.assign(pm.packages().begin(), pm.packages().end());
+    std::sort(m->packages_.begin(), m->packages_.end());
+    m->order_ = c.machine_seq_++;
     Machine* raw = m.get();
     if (!c.machines_.emplace(pm.name(), std::move(m)).second) {
       return absl::DataLossError(absl::StrCat("snapshot: machine ", pm.name(), " appears twice"));
@@ -69,10 +69,10 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     }
     j->tasks.resize(pj.spec().task_count());
     for (int32_t i = 0; i < pj.spec().task_count(); ++i) {
-      j->tasks[i].job = j.get();
-      j->tasks[i].index = i;
+      j->tasks[i].job_ = j.get();
+      j->tasks[i].index_ = i;
       j->tasks[i].priority_ = pj.spec().priority();
-      j->tasks[i].state = v1::Task::STATE_UNSPECIFIED;
+      j->tasks[i].state_ = v1::Task::STATE_UNSPECIFIED;
     }
     if (!c.jobs_.emplace(pj.id(), std::move(j)).second) {
       return absl::DataLossError(absl::StrCat("snapshot: job ", pj.id(), " appears twice"));
@@ -83,52 +83,47 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     if (t == nullptr) {
       return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(pt.job(), pt.index()), " has no job"));
     }
-    t->state = pt.state();
-    t->phase = pt.phase();
-    t->resources = ResourceVector::FromProto(pt.resources());
-    t->last_machine = pt.machine();
-    t->incarnation = pt.incarnation();
-    t->restarts = pt.restarts();
-    t->exit_code = pt.exit_code();
-    t->exit_signal = pt.exit_signal();
-    t->pid = pt.pid();
-    t->started_ms = pt.started_ms();
-    t->state_revision = pt.state_revision();
-    t->message = pt.message();
+    t->state_ = pt.state();
+    t->phase_ = pt.phase();
+    t->resources_ = ResourceVector::FromProto(pt.resources());
+    t->last_machine_ = pt.machine();
+    t->incarnation_ = pt.incarnation();
+    t->restarts_ = pt.restarts();
+    t->exit_code_ = pt.exit_code();
+    t->exit_signal_ = pt.exit_signal();
+    t->pid_ = pt.pid();
+    t->started_ms_ = pt.started_ms();
+    t->state_revision_ = pt.state_revision();
+    t->message_ = pt.message();
     t->SetAgentInfo(pt.ports(), pt.health());
-    for (const v1::Event& e : pt.history()) t->history.push_back(FromProto(e));
-    for (const v1::AvoidMachine& a : pt.avoid()) t->avoid.emplace_back(a.machine(), a.until_ms());
+    for (const v1::Event& e : pt.history()) t->history_.push_back(FromProto(e));
+    for (const v1::AvoidMachine& a : pt.avoid()) t->avoid_.emplace_back(a.machine(), a.until_ms());
     if (pt.has_reservation()) t->reservation_ = ResourceVector::FromProto(pt.reservation());
-    if (t->state < v1::Task::PENDING || t->state > v1::Task::DEAD) {
+    if (t->state_ < v1::Task::PENDING || t->state_ > v1::Task::DEAD) {
       return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(pt.job(), pt.index()), " has no state"));
     }
-    ++c.task_counts_[t->state];
-    Job* j = t->job;
-    if (t->state == v1::Task::PENDING) {
+    ++c.task_counts_[t->state_];
+    Job* j = t->job_;
+    if (t->state_ == v1::Task::PENDING) {
       ++j->pending;
       c.pending_.insert(t);
-    } else if (t->state == v1::Task::RUNNING) {
+    } else if (t->state_ == v1::Task::RUNNING) {
       ++j->running;
       Machine* m = c.MutableMachine(pt.machine());
       if (m == nullptr) {
         return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(pt.job(), pt.index()),
                                                 " runs on unknown machine ", pt.machine()));
       }
-      t->machine = m;
-      m->allocated += t->resources;
-      m->reserved += t->reservation();
-      m->tasks.insert(t);
-      (IsProd(t->priority()) ? m->prod_cpu : m->nonprod_cpu) += t->resources.cpu_millis;
-      ++m->priorities[t->priority()];
+      AttachToMachine(t, m);
     } else {
       ++j->dead;
     }
-    if (t->state != v1::Task::DEAD) c.AddUsage(*t, true);
+    if (t->state_ != v1::Task::DEAD) c.AddUsage(*t, true);
   }
   for (const auto& [id, j] : c.jobs_) {
     for (const Task& t : j->tasks) {
-      if (t.state == v1::Task::STATE_UNSPECIFIED) {
-        return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(id, t.index), " is missing"));
+      if (t.state_ == v1::Task::STATE_UNSPECIFIED) {
+        return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(id, t.index_), " is missing"));
       }
     }
   }

@@ -77,8 +77,8 @@ class PassRunner {
 ClassState& PassRunner::ClassFor(const cell::Task* t) {
   const bool shared = SharesClass(t, opt_.equivalence_classes);
   // The queue yields a job's tasks together: reuse the last class if it fits.
-  if (shared && last_class_ != nullptr && last_class_->cls.job == t->job && last_class_->cls.only_task == nullptr &&
-      last_class_->cls.limit == t->resources) {
+  if (shared && last_class_ != nullptr && last_class_->cls.job == t->job() && last_class_->cls.only_task == nullptr &&
+      last_class_->cls.limit == t->resources()) {
     return *last_class_;
   }
   auto [it, added] = classes_.try_emplace(ClassKeyOf(t, shared));
@@ -176,7 +176,7 @@ void PassRunner::SaveToCache() {
     std::vector<ScoreCache::Entry> entries;
     entries.reserve(cs->heap.size());
     for (const Candidate& c : cs->heap) {
-      entries.push_back({c.machine, c.score, ctx_.views()[c.machine].machine->state_revision, c.cpu_at, c.mem_at});
+      entries.push_back({c.machine, c.score, ctx_.views()[c.machine].machine->state_revision(), c.cpu_at, c.mem_at});
     }
     cache.Keep(key, std::move(entries), ctx_.views().size(), pass);
   }
@@ -244,7 +244,7 @@ std::optional<int32_t> PassRunner::Pick(ClassState& cs) {
       // by less than `small_change` of the machine's capacity.
       float score = top.score;
       const ResourceVector& free = m.FreeFor(cs.cls);
-      const ResourceVector& cap = m.machine->capacity;
+      const ResourceVector& cap = m.machine->capacity();
       bool small = opt_.score_cache && top.job_version == jv &&
                    std::abs(free.cpu_millis - top.cpu_at) <= opt_.small_change * cap.cpu_millis &&
                    std::abs(free.memory_bytes - top.mem_at) <= opt_.small_change * cap.memory_bytes;
@@ -294,32 +294,32 @@ std::optional<int32_t> PassRunner::PickPreempting(ClassState& cs, Preemption* ch
 void PassRunner::Commit(ClassState& cs, const cell::Task* t, int32_t machine, const Preemption* p) {
   MachineView& m = ctx_.views()[machine];
   v1::TaskScheduled prop;
-  prop.set_job(t->job->id);
-  prop.set_index(t->index);
-  prop.set_expect_state_revision(t->state_revision);
-  prop.set_machine(m.machine->name);
+  prop.set_job(t->job()->id);
+  prop.set_index(t->index());
+  prop.set_expect_state_revision(t->state_revision());
+  prop.set_machine(m.machine->name());
   prop.set_based_on_revision(ctx_.state().revision());
   prop.set_scheduler(opt_.name);
   if (p != nullptr) {
     for (const cell::Task* v : p->victims) {
-      ctx_.Count(v->job, m, -1);  // before it is marked evicted
+      ctx_.Count(v->job(), m, -1);  // before it is marked evicted
       ctx_.evicted().insert(v);
-      m.free_prod += v->resources;
+      m.free_prod += v->resources();
       m.free_nonprod += v->reservation();
-      (IsProd(v->priority()) ? m.prod_cpu : m.nonprod_cpu) -= v->resources.cpu_millis;
+      (IsProd(v->priority()) ? m.prod_cpu : m.nonprod_cpu) -= v->resources().cpu_millis;
       v1::TaskRef* ref = prop.add_victims();
-      ref->set_job(v->job->id);
-      ref->set_index(v->index);
-      ref->set_incarnation(v->incarnation);
+      ref->set_job(v->job()->id);
+      ref->set_index(v->index());
+      ref->set_incarnation(v->incarnation());
       ++out_.preemptions;
     }
   }
-  m.free_prod -= t->resources;
+  m.free_prod -= t->resources();
   m.free_nonprod -= t->reservation();
-  (cs.cls.prod ? m.prod_cpu : m.nonprod_cpu) += t->resources.cpu_millis;
+  (cs.cls.prod ? m.prod_cpu : m.nonprod_cpu) += t->resources().cpu_millis;
   m.min_priority = std::min(m.min_priority, t->priority());
   ++m.version;
-  ctx_.Count(t->job, m, +1);
+  ctx_.Count(t->job(), m, +1);
   out_.proposals.push_back(std::move(prop));
 }
 
@@ -339,7 +339,7 @@ void PassRunner::Run() {
       break;
     }
     if (cs.failed) {
-      cs.unplaced.push_back(t->index);
+      cs.unplaced.push_back(t->index());
       ++out_.unplaced;
       continue;
     }
@@ -354,12 +354,12 @@ void PassRunner::Run() {
       cs.failed = true;
       cs.why = Diagnose(ctx_, profile_, cs.cls);
       cs.why.preemption_tried = cs.preemption_tried;
-      cs.unplaced.push_back(t->index);
+      cs.unplaced.push_back(t->index());
       ++out_.unplaced;
       continue;
     }
     Commit(cs, t, *m, preempting ? &pre : nullptr);
-    queue.Placed(t, t->resources);
+    queue.Placed(t, t->resources());
     // Relaxed randomization, topped up: each placement draws one more
     // feasible machine into the class's candidates, so a big class spreads
     // over a sample that grows with it instead of filling its first sample.

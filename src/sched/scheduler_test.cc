@@ -38,7 +38,7 @@ void AddMachines(cell::CellState& s, int n, int64_t cpu = 2000, int64_t mem = 2L
 
 std::string MachineOf(const cell::CellState& s, const std::string& job, int i) {
   const cell::Task* t = s.FindTask(job, i);
-  return t->machine ? t->machine->name : "-";
+  return t->machine() ? t->machine()->name() : "-";
 }
 
 TEST(Scheduler, PlacesEverythingThatFitsBestFit) {
@@ -78,7 +78,7 @@ TEST(Scheduler, SpreadsAJobAcrossFailureDomains) {
   std::map<std::string, int> racks;
   for (int i = 0; i < 4; ++i) {
     machines.insert(MachineOf(s, "alice/svc", i));
-    ++racks[s.FindTask("alice/svc", i)->machine->attributes.at("rack")];
+    ++racks[s.FindTask("alice/svc", i)->machine()->attributes().at("rack")];
   }
   EXPECT_EQ(machines.size(), 4u);
   EXPECT_EQ(racks["r0"], 2);
@@ -164,7 +164,7 @@ TEST(Scheduler, PreemptsLowerPriorityAndNeverProdForProd) {
   ASSERT_EQ(r.proposals[0].victims_size(), 1);
   EXPECT_EQ(r.proposals[0].victims(0).job(), "bob/batch");
   EXPECT_EQ(Commit(s, r), 1);
-  EXPECT_EQ(s.FindTask("bob/batch", 0)->state, v1::Task::PENDING);
+  EXPECT_EQ(s.FindTask("bob/batch", 0)->state(), v1::Task::PENDING);
   EXPECT_EQ(s.FindTask("bob/batch", 0)->last_event()->reason, "preempted by alice/prod/0 (priority 200) on m1");
   // The evicted batch task waits: it may not preempt prod back (no cascade).
   PassResult r2 = sched.RunPass(s);
@@ -324,14 +324,14 @@ TEST(Scheduler, NeverOvercommitsAndIsDeterministic) {
         EXPECT_EQ(Commit(a, ra), static_cast<int>(ra.proposals.size())) << "combo " << combo << " seed " << seed;
         Commit(b, rb);
         for (const cell::Machine* m : a.machines()) {
-          ASSERT_TRUE(m->allocated.FitsIn(m->capacity)) << m->name << " over-committed, combo " << combo;
+          ASSERT_TRUE(m->allocated().FitsIn(m->capacity())) << m->name() << " over-committed, combo " << combo;
         }
         ASSERT_TRUE(a.CheckInvariants().ok());
         for (const auto& [id, j] : a.jobs()) {
           if (!j->spec.different_machines()) continue;
           std::set<std::string> used;
           for (const auto& t : j->tasks) {
-            if (t.machine) ASSERT_TRUE(used.insert(t.machine->name).second) << id << " shares a machine";
+            if (t.machine()) ASSERT_TRUE(used.insert(t.machine()->name()).second) << id << " shares a machine";
           }
         }
       }

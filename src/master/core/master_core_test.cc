@@ -321,7 +321,7 @@ TEST(Reconcile, PortsHealthAndPackagesReachTheCell) {
   v1::Task t = s.FindTask("alice/a", 0)->ToProto();
   EXPECT_EQ(t.ports().at("http"), 20001);
   EXPECT_EQ(t.health(), "unhealthy: HTTP 500");
-  EXPECT_THAT(s.FindMachine("m1")->packages, ::testing::ElementsAre("aa", "bb"));
+  EXPECT_THAT(s.FindMachine("m1")->packages(), ::testing::ElementsAre("aa", "bb"));
   EXPECT_TRUE(Reconcile(s, "m1", {"alice.a.0.1"}, resp, 0).empty());  // nothing new
   r->mutable_health()->set_state(v1::Health::HEALTHY);
   ms = Reconcile(s, "m1", {"alice.a.0.1"}, resp, 0);

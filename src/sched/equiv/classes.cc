@@ -7,17 +7,17 @@
 
 namespace herd::sched {
 
-bool SharesClass(const cell::Task* t, bool equivalence_classes) { return equivalence_classes && t->avoid.empty(); }
+bool SharesClass(const cell::Task* t, bool equivalence_classes) { return equivalence_classes && t->avoid().empty(); }
 
-ClassKey ClassKeyOf(const cell::Task* t, bool shared) { return ClassKey{t->job, shared ? nullptr : t, t->resources}; }
+ClassKey ClassKeyOf(const cell::Task* t, bool shared) { return ClassKey{t->job(), shared ? nullptr : t, t->resources()}; }
 
 TaskClass MakeClass(const PassContext& ctx, const cell::Task* t, bool shared) {
   TaskClass c;
-  const cell::Job* j = t->job;
+  const cell::Job* j = t->job();
   const v1::JobSpec& spec = j->spec;
   c.job = j;
   c.only_task = shared ? nullptr : t;
-  c.limit = t->resources;
+  c.limit = t->resources();
   c.reservation = t->reservation();
   c.priority = t->priority();
   c.prod = IsProd(c.priority);

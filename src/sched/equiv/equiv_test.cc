@@ -53,7 +53,7 @@ TEST_F(EquivTest, ATaskWithItsOwnAvoidListIsAClassOfOne) {
   Apply(Schedule("alice/web", 0, "m1"));
   Apply(Rescheduled(Ref("alice/web", 0, 1), "crash loop on m1", /*avoid_until_ms=*/INT64_MAX / 2));
   const cell::Task* avoiding = T("alice/web", 0);
-  ASSERT_FALSE(avoiding->avoid.empty());
+  ASSERT_FALSE(avoiding->avoid().empty());
   EXPECT_FALSE(SharesClass(avoiding, true));
   EXPECT_TRUE(SharesClass(T("alice/web", 1), true));
   EXPECT_FALSE(ClassKeyOf(avoiding, false) == ClassKeyOf(T("alice/web", 1), true));
@@ -104,7 +104,7 @@ TEST_F(EquivTest, KeptCandidatesSkipMachinesThatChanged) {
   ScoreCache cache;
   std::vector<ScoreCache::Entry> entries;
   for (const MachineView& m : ctx.views()) {
-    entries.push_back({m.index, 50.0f + m.index, m.machine->state_revision, 4000, 8LL << 30});
+    entries.push_back({m.index, 50.0f + m.index, m.machine->state_revision(), 4000, 8LL << 30});
   }
   cache.Keep(key, entries, ctx.views().size(), 1);
   EXPECT_EQ(cache.candidate_count(), 3u);
@@ -114,7 +114,7 @@ TEST_F(EquivTest, KeptCandidatesSkipMachinesThatChanged) {
   Apply(Up("m2"));
   std::vector<ScoreCache::Entry> kept = cache.Candidates(key, views());
   ASSERT_EQ(kept.size(), 2u);
-  for (const auto& e : kept) EXPECT_NE(views()[e.machine].machine->name, "m2");
+  for (const auto& e : kept) EXPECT_NE(views()[e.machine].machine->name(), "m2");
   // A machine joins: the indexes no longer line up, nothing is reused.
   Apply(Register(MachineBuilder("m4").Cpu(4000).Memory(8LL << 30).Build()));
   EXPECT_TRUE(cache.Candidates(key, views()).empty());
@@ -125,7 +125,7 @@ TEST_F(EquivTest, WhatIsNotUsedForAFewPassesIsForgotten) {
   PassContext ctx(state_, options_, 0);
   const ScoreCache::Key key = ScoreCache::KeyOf(MakeClass(ctx, T("alice/web", 0), true));
   ScoreCache cache;
-  cache.Keep(key, {{0, 1.0f, ctx.views()[0].machine->state_revision, 0, 0}}, ctx.views().size(), 1);
+  cache.Keep(key, {{0, 1.0f, ctx.views()[0].machine->state_revision(), 0, 0}}, ctx.views().size(), 1);
   cache.Failed(ScoreCache::Key{"alice/other", 1, {}}, state_.revision(), Diagnosis(), 1);
   cache.Expire(1 + ScoreCache::kForgetAfterPasses);
   EXPECT_EQ(cache.candidate_count(), 1u);

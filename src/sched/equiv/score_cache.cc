@@ -28,7 +28,7 @@ std::vector<ScoreCache::Entry> ScoreCache::Candidates(const Key& key, const std:
   auto it = kept_.find(key);
   if (it == kept_.end() || it->second.machines != views.size()) return out;
   for (const Entry& e : it->second.entries) {
-    if (views[e.machine].machine->state_revision == e.machine_revision) out.push_back(e);
+    if (views[e.machine].machine->state_revision() == e.machine_revision) out.push_back(e);
   }
   return out;
 }

@@ -15,17 +15,17 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
     MachineView v;
     v.machine = m;
     v.index = static_cast<int32_t>(views_.size());
-    v.up = m->state == v1::Machine::UP;
-    v.free_prod = m->capacity - m->allocated;
-    v.free_nonprod = m->capacity - m->reserved;
-    v.prod_cpu = m->prod_cpu;
-    v.nonprod_cpu = m->nonprod_cpu;
+    v.up = m->state() == v1::Machine::UP;
+    v.free_prod = m->capacity() - m->allocated();
+    v.free_nonprod = m->capacity() - m->reserved();
+    v.prod_cpu = m->prod_cpu();
+    v.nonprod_cpu = m->nonprod_cpu();
     v.min_priority = m->MinPriority();
-    if (m->state == v1::Machine::UP) {
-      cap_cpu += static_cast<double>(m->capacity.cpu_millis);
-      cap_mem += static_cast<double>(m->capacity.memory_bytes);
-      req_cpu += static_cast<double>(m->allocated.cpu_millis);
-      req_mem += static_cast<double>(m->allocated.memory_bytes);
+    if (m->state() == v1::Machine::UP) {
+      cap_cpu += static_cast<double>(m->capacity().cpu_millis);
+      cap_mem += static_cast<double>(m->capacity().memory_bytes);
+      req_cpu += static_cast<double>(m->allocated().cpu_millis);
+      req_mem += static_cast<double>(m->allocated().memory_bytes);
     }
     views_.push_back(std::move(v));
   }
@@ -36,11 +36,11 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
   for (const std::string& d : options.spread_domains) spread_.push_back(DomainIndex(d));
   const cell::Job* last = nullptr;
   for (const cell::Task* t : state.pending()) {
-    req_cpu += static_cast<double>(t->resources.cpu_millis);
-    req_mem += static_cast<double>(t->resources.memory_bytes);
-    if (t->job == last) continue;
-    last = t->job;
-    for (const auto& [attr, n] : t->job->spec.max_per_domain()) DomainIndex(attr);
+    req_cpu += static_cast<double>(t->resources().cpu_millis);
+    req_mem += static_cast<double>(t->resources().memory_bytes);
+    if (t->job() == last) continue;
+    last = t->job();
+    for (const auto& [attr, n] : t->job()->spec.max_per_domain()) DomainIndex(attr);
   }
   if (cap_cpu > 0 && cap_mem > 0 && req_mem > 0 && req_cpu > 0) {
     shape_ = (req_cpu / cap_cpu) / (req_mem / cap_mem);
@@ -79,8 +79,8 @@ void PassContext::FillDomain(int domain) {
       v.domain[0] = v.index;
       continue;
     }
-    auto it = v.machine->attributes.find(domains_[domain]);
-    v.domain[domain] = it == v.machine->attributes.end() ? -1 : InternValue(domain, it->second);
+    auto it = v.machine->attributes().find(domains_[domain]);
+    v.domain[domain] = it == v.machine->attributes().end() ? -1 : InternValue(domain, it->second);
   }
 }
 
@@ -88,8 +88,8 @@ JobPlacements& PassContext::Placements(const cell::Job* job) const {
   auto [it, added] = jobs_.try_emplace(job);
   if (added) {
     for (const cell::Task& t : job->tasks) {
-      if (t.state != v1::Task::RUNNING || t.machine == nullptr || evicted_.contains(&t)) continue;
-      const MachineView& v = views_[t.machine->order];
+      if (t.state() != v1::Task::RUNNING || t.machine() == nullptr || evicted_.contains(&t)) continue;
+      const MachineView& v = views_[t.machine()->order()];
       for (size_t d = 0; d < domains_.size(); ++d) {
         if (v.domain[d] >= 0) ++it->second.per_domain[DomainKey(static_cast<int>(d), v.domain[d])];
       }

@@ -176,7 +176,7 @@ TEST_F(LoopTest, StaleProposalsAreRejectedThenRetriedAfterCatchingUp) {
   s = loop_.stats();
   EXPECT_EQ(s.accepted, 2);
   EXPECT_EQ(Running("alice/web"), 2);
-  for (const auto& t : master_.state_.FindJob("alice/web")->tasks) EXPECT_EQ(t.machine->name, "m2");
+  for (const auto& t : master_.state_.FindJob("alice/web")->tasks) EXPECT_EQ(t.machine()->name(), "m2");
   // Caught up and nothing pending: no more passes.
   int64_t passes = s.passes;
   StepOk();
@@ -260,7 +260,7 @@ TEST_F(LoopTest, OnlyChangesThatMatterCauseAPassAndPendingTasksAreDiagnosed) {
 
   // An agent's report about a running task changes nothing for placement.
   const cell::Task& t = master_.state_.FindJob("alice/web")->tasks[0];
-  master_.Commit(Observed(Ref("alice/web", 0, t.incarnation), v1::Task::ACTIVE, 42));
+  master_.Commit(Observed(Ref("alice/web", 0, t.incarnation()), v1::Task::ACTIVE, 42));
   StepOk();
   StepOk();
   EXPECT_EQ(loop_.stats().passes, passes);

@@ -10,11 +10,11 @@ std::optional<Preemption> FindVictims(int32_t priority, bool prod, const Resourc
                                       const ResourceVector& free, const cell::Machine& machine,
                                       const absl::flat_hash_set<const cell::Task*>& already_evicted) {
   std::vector<const cell::Task*> candidates;
-  for (const cell::Task* t : machine.tasks) {
+  for (const cell::Task* t : machine.tasks()) {
     if (!already_evicted.contains(t) && MayPreempt(priority, t->priority())) candidates.push_back(t);
   }
   if (candidates.empty()) return std::nullopt;
-  auto held = [prod](const cell::Task* t) -> const ResourceVector& { return prod ? t->resources : t->reservation(); };
+  auto held = [prod](const cell::Task* t) -> const ResourceVector& { return prod ? t->resources() : t->reservation(); };
   // Lowest priority first; among equals, larger tasks first (fewer victims).
   std::stable_sort(candidates.begin(), candidates.end(), [&](const cell::Task* a, const cell::Task* b) {
     if (a->priority() != b->priority()) return a->priority() < b->priority();

@@ -24,7 +24,7 @@ class PreemptTest : public ::testing::Test {
     auto p = FindVictims(prio, IsProd(prio), need, m.FreeFor(prio), m, evicted_);
     std::vector<std::string> out;
     if (!p) return {"none"};
-    for (const cell::Task* t : p->victims) out.push_back(t->job->spec.name());
+    for (const cell::Task* t : p->victims) out.push_back(t->job()->spec.name());
     return out;
   }
   cell::CellState s_;
@@ -57,10 +57,10 @@ TEST_F(PreemptTest, AlreadyEvictedTasksAreNotChosenTwiceAndFreedIsReported) {
   evicted_.insert(a);
   ResourceVector need{.cpu_millis = 2000, .memory_bytes = 1 << 20};
   const cell::Machine& m = *s_.FindMachine("m");
-  auto p = FindVictims(200, true, need, m.Free() + a->resources, m, evicted_);
+  auto p = FindVictims(200, true, need, m.Free() + a->resources(), m, evicted_);
   ASSERT_TRUE(p.has_value());
   EXPECT_TRUE(p->victims.empty());  // a's room is already free
-  auto q = FindVictims(200, true, ResourceVector{.cpu_millis = 4000}, m.Free() + a->resources, m, evicted_);
+  auto q = FindVictims(200, true, ResourceVector{.cpu_millis = 4000}, m.Free() + a->resources(), m, evicted_);
   ASSERT_TRUE(q.has_value());
   ASSERT_EQ(q->victims.size(), 1u);
   EXPECT_EQ(q->freed.cpu_millis, 2000);

@@ -10,10 +10,10 @@ PendingQueue::PendingQueue(const cell::CellState& state, QueueOrder order, uint6
     : state_(state), order_(order), turn_(turn), it_(state.pending().begin()), end_(state.pending().end()) {
   if (order_ == QueueOrder::kDrf) {
     for (const cell::Machine* m : state.machines()) {
-      if (m->state != v1::Machine::UP) continue;
-      capacity_ += m->capacity;
-      for (const cell::Task* t : m->tasks) {
-        held_[{t->job->spec.user(), static_cast<int>(BandOf(t->priority()))}] += t->resources;
+      if (m->state() != v1::Machine::UP) continue;
+      capacity_ += m->capacity();
+      for (const cell::Task* t : m->tasks()) {
+        held_[{t->job()->spec.user(), static_cast<int>(BandOf(t->priority()))}] += t->resources();
       }
     }
   }
@@ -36,7 +36,7 @@ void PendingQueue::LoadGroup() {
   const int32_t prio = (*it_)->priority();
   std::map<std::string, size_t> index;
   for (; it_ != end_ && (*it_)->priority() == prio; ++it_) {
-    const std::string& user = (*it_)->job->spec.user();
+    const std::string& user = (*it_)->job()->spec.user();
     auto [pos, added] = index.try_emplace(user, group_.size());
     if (added) {
       group_.push_back(UserQueue{user, {}, 0, {}, 0});

@@ -12,7 +12,7 @@ using namespace herd::testing;  // NOLINT
 
 std::vector<std::string> Names(const std::vector<const cell::Task*>& v) {
   std::vector<std::string> out;
-  for (const cell::Task* t : v) out.push_back(t->job->id + "/" + std::to_string(t->index));
+  for (const cell::Task* t : v) out.push_back(t->job()->id + "/" + std::to_string(t->index()));
   return out;
 }
 

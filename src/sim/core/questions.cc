@@ -65,7 +65,7 @@ absl::StatusOr<FitAnswer> HowManyFit(const cell::CellState& state, v1::JobSpec j
     std::vector<std::pair<const cell::Task*, int64_t>> running;
     for (const auto& [jid, other] : s.jobs()) {
       for (const cell::Task& t : other->tasks) {
-        if (t.state == v1::Task::RUNNING) running.push_back({&t, t.incarnation});
+        if (t.state() == v1::Task::RUNNING) running.push_back({&t, t.incarnation()});
       }
     }
     v1::Mutation m;
@@ -79,15 +79,15 @@ absl::StatusOr<FitAnswer> HowManyFit(const cell::CellState& state, v1::JobSpec j
     if (!preempt) {
       a.fit = j->running;
       for (const cell::Task& t : j->tasks) {
-        if (t.state == v1::Task::PENDING) {
-          a.why = WhyOf(last, id, t.index);
+        if (t.state() == v1::Task::PENDING) {
+          a.why = WhyOf(last, id, t.index());
           break;
         }
       }
     } else {
       a.fit_preempting = j->running;
       for (const auto& [t, inc] : running) {
-        if (t->state != v1::Task::RUNNING || t->incarnation != inc) ++a.victims;
+        if (t->state() != v1::Task::RUNNING || t->incarnation() != inc) ++a.victims;
       }
     }
   }
@@ -109,8 +109,8 @@ absl::StatusOr<EvictAnswer> WouldEvict(const cell::CellState& state, const Chang
   std::vector<Before> before;
   for (const auto& [id, j] : s.jobs()) {
     for (const cell::Task& t : j->tasks) {
-      if (t.state == v1::Task::RUNNING && t.priority() >= min_priority) {
-        before.push_back({id, t.index, t.incarnation, t.machine->name, t.priority()});
+      if (t.state() == v1::Task::RUNNING && t.priority() >= min_priority) {
+        before.push_back({id, t.index(), t.incarnation(), t.machine()->name(), t.priority()});
       }
     }
   }
@@ -123,14 +123,14 @@ absl::StatusOr<EvictAnswer> WouldEvict(const cell::CellState& state, const Chang
   if (change.remove_random > 0) {
     std::vector<std::string> up;
     for (const cell::Machine* m : s.machines()) {
-      if (m->state == v1::Machine::UP && std::find(out.begin(), out.end(), m->name) == out.end()) up.push_back(m->name);
+      if (m->state() == v1::Machine::UP && std::find(out.begin(), out.end(), m->name()) == out.end()) up.push_back(m->name());
     }
     Rng rng(change.seed);
     std::shuffle(up.begin(), up.end(), rng.engine());
     for (int32_t i = 0; i < change.remove_random && i < static_cast<int32_t>(up.size()); ++i) out.push_back(up[i]);
   }
   for (const std::string& name : out) {
-    if (s.FindMachine(name)->state != v1::Machine::UP) continue;
+    if (s.FindMachine(name)->state() != v1::Machine::UP) continue;
     v1::Mutation m;
     m.mutable_machine_down()->set_name(name);
     m.mutable_machine_down()->set_reason("taken out (simulated)");
@@ -148,14 +148,14 @@ absl::StatusOr<EvictAnswer> WouldEvict(const cell::CellState& state, const Chang
   sched::PassResult last = ScheduleAll(s, sch);
   for (const Before& b : before) {
     const cell::Task* t = s.FindTask(b.job, b.index);
-    if (t->state == v1::Task::RUNNING && t->incarnation == b.incarnation) continue;
+    if (t->state() == v1::Task::RUNNING && t->incarnation() == b.incarnation) continue;
     Victim v;
     v.task = TaskName(b.job, b.index);
     v.priority = b.priority;
     v.machine = b.machine;
-    std::string cause = t->history.size() >= 2 ? t->history[t->history.size() - 2].reason : "";
-    if (t->state == v1::Task::RUNNING) {
-      v.outcome = absl::StrCat("moved to ", t->machine->name);
+    std::string cause = t->history().size() >= 2 ? t->history()[t->history().size() - 2].reason : "";
+    if (t->state() == v1::Task::RUNNING) {
+      v.outcome = absl::StrCat("moved to ", t->machine()->name());
       if (!cause.empty()) absl::StrAppend(&v.outcome, " (", cause, ")");
     } else {
       v.pending = true;

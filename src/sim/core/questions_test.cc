@@ -29,7 +29,7 @@ TEST(Questions, HowManyFit) {
   EXPECT_NE(a->why.find("0/4 machines fit"), std::string::npos) << a->why;
   // The real cell is untouched.
   EXPECT_EQ(s.FindJob("alice/probe"), nullptr);
-  EXPECT_EQ(s.FindTask("bob/batch", 0)->state, v1::Task::RUNNING);
+  EXPECT_EQ(s.FindTask("bob/batch", 0)->state(), v1::Task::RUNNING);
   EXPECT_FALSE(HowManyFit(s, JobBuilder("batch", "bob").Build(), sched::Options()).ok());
 }
 

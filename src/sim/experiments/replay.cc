@@ -120,8 +120,8 @@ class Timeline {
       auto [run, pend, cpu, mem] = d.master().committer().Read([](const cell::CellState& s) {
         double c = 0, m = 0;
         for (const cell::Machine* mach : s.machines()) {
-          c += static_cast<double>(mach->allocated.cpu_millis);
-          m += static_cast<double>(mach->allocated.memory_bytes);
+          c += static_cast<double>(mach->allocated().cpu_millis);
+          m += static_cast<double>(mach->allocated().memory_bytes);
         }
         return std::make_tuple(s.task_count(v1::Task::RUNNING), s.task_count(v1::Task::PENDING), c, m);
       });
@@ -188,15 +188,15 @@ Waits WaitTimes(Driver& d) {
   d.master().committer().Read([&](const cell::CellState& s) {
     for (const auto& [id, j] : s.jobs()) {
       for (const cell::Task& t : j->tasks) {
-        int64_t started = t.started_ms;
-        if (started == 0 && t.state == v1::Task::DEAD) {
-          for (const auto& e : t.history) {
+        int64_t started = t.started_ms();
+        if (started == 0 && t.state() == v1::Task::DEAD) {
+          for (const auto& e : t.history()) {
             if (e.transition == v1::Event::SCHEDULE) started = e.time_ms;
           }
         }
         if (started > 0) {
           w.seconds.push_back(static_cast<double>(std::max<int64_t>(0, started - j->submit_time_ms)) / 1000.0);
-        } else if (t.state == v1::Task::PENDING) {
+        } else if (t.state() == v1::Task::PENDING) {
           ++w.never;
         }
       }

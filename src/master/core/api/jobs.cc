@@ -25,7 +25,7 @@ bool SameSpec(v1::JobSpec a, v1::JobSpec b) {
 std::map<int32_t, int64_t> PendingOf(const cell::Job& job) {
   std::map<int32_t, int64_t> pending;
   for (const cell::Task& t : job.tasks) {
-    if (t.state == v1::Task::PENDING) pending[t.index] = t.state_revision;
+    if (t.state() == v1::Task::PENDING) pending[t.index()] = t.state_revision();
   }
   return pending;
 }
@@ -183,9 +183,9 @@ absl::StatusOr<v1::GetTaskResponse> JobsApi::GetTask(const Principal& who, const
     }
     v1::GetTaskResponse r;
     *r.mutable_task() = t->ToProto();
-    std::string machine = t->machine ? t->machine->name : t->last_machine;
+    std::string machine = t->machine() ? t->machine()->name() : t->last_machine();
     if (const cell::Machine* m = s.FindMachine(machine)) *r.mutable_machine() = m->ToProto();
-    if (t->incarnation > 0) r.set_run_id(RunId(id, t->index, t->incarnation));
+    if (t->incarnation() > 0) r.set_run_id(RunId(id, t->index(), t->incarnation()));
     return r;
   });
 }

@@ -31,8 +31,8 @@ absl::StatusOr<v1::RegisterMachineResponse> MachinesApi::RegisterMachine(const P
   if (in.address().empty()) return absl::InvalidArgumentError("machine address is required");
   auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
     const cell::Machine* m = s.FindMachine(in.name());
-    if (m != nullptr && m->state == v1::Machine::UP && m->address == in.address() &&
-        m->capacity == ResourceVector::FromProto(in.capacity()) && SameAttributes(m->attributes, in.attributes())) {
+    if (m != nullptr && m->state() == v1::Machine::UP && m->address() == in.address() &&
+        m->capacity() == ResourceVector::FromProto(in.capacity()) && SameAttributes(m->attributes(), in.attributes())) {
       return std::vector<v1::Mutation>{};  // nothing changed
     }
     v1::Mutation mut;
@@ -122,7 +122,7 @@ absl::StatusOr<v1::CellInfo> MachinesApi::GetCell(const Principal& who) {
     i.set_revision(s.revision());
     i.set_machines(static_cast<int32_t>(s.machines().size()));
     int32_t up = 0;
-    for (const cell::Machine* m : s.machines()) up += m->state == v1::Machine::UP;
+    for (const cell::Machine* m : s.machines()) up += m->state() == v1::Machine::UP;
     i.set_machines_up(up);
     int32_t live = 0;
     for (const auto& [id, j] : s.jobs()) live += j->state != v1::Job::DEAD;

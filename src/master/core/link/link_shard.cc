@@ -32,7 +32,7 @@ LinkShard::~LinkShard() { Stop(); }
 void LinkShard::Start() {
   std::vector<std::string> names = committer_->Read([](const cell::CellState& s) {
     std::vector<std::string> out;
-    for (const cell::Machine* m : s.machines()) out.push_back(m->name);
+    for (const cell::Machine* m : s.machines()) out.push_back(m->name());
     return out;
   });
   {
@@ -79,7 +79,7 @@ void LinkShard::Kick(const std::string& machine) {
 void LinkShard::PollAllOnce() {
   std::vector<std::string> names = committer_->Read([](const cell::CellState& s) {
     std::vector<std::string> out;
-    for (const cell::Machine* m : s.machines()) out.push_back(m->name);
+    for (const cell::Machine* m : s.machines()) out.push_back(m->name());
     return out;
   });
   for (const std::string& name : names) {
@@ -153,8 +153,8 @@ void LinkShard::PollOne(const std::string& name) {
     const cell::Machine* m = s.FindMachine(name);
     if (m == nullptr) return p;
     p.exists = true;
-    p.up = m->state == v1::Machine::UP;
-    p.address = m->address;
+    p.up = m->state() == v1::Machine::UP;
+    p.address = m->address();
     p.request = BuildPollRequest(s, *m);
     p.request.set_master(opts_.master_name);
     for (const auto& run : p.request.desired()) p.sent.insert(run.run_id());

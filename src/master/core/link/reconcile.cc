@@ -10,17 +10,17 @@
 namespace herd::master {
 
 v1::TaskRun BuildTaskRun(const cell::CellState& state, const cell::Task& t) {
-  const v1::JobSpec& spec = t.job->spec;
+  const v1::JobSpec& spec = t.job()->spec;
   v1::TaskRun run;
-  run.mutable_ref()->set_job(t.job->id);
-  run.mutable_ref()->set_index(t.index);
-  run.mutable_ref()->set_incarnation(t.incarnation);
-  run.set_run_id(RunId(t.job->id, t.index, t.incarnation));
-  v1::TaskTemplate tt = cell::ResolveTask(spec, t.index, state.cell_name());
+  run.mutable_ref()->set_job(t.job()->id);
+  run.mutable_ref()->set_index(t.index());
+  run.mutable_ref()->set_incarnation(t.incarnation());
+  run.set_run_id(RunId(t.job()->id, t.index(), t.incarnation()));
+  v1::TaskTemplate tt = cell::ResolveTask(spec, t.index(), state.cell_name());
   for (const auto& a : tt.command()) run.add_argv(a);
   for (const auto& a : tt.args()) run.add_argv(a);
   *run.mutable_env() = tt.env();
-  t.resources.ToProto(run.mutable_resources());
+  t.resources().ToProto(run.mutable_resources());
   run.set_grace_period_ms(spec.grace_period_ms());
   *run.mutable_restart() = spec.restart();
   run.set_priority(spec.priority());
@@ -36,9 +36,9 @@ v1::TaskRun BuildTaskRun(const cell::CellState& state, const cell::Task& t) {
 
 v1::PollRequest BuildPollRequest(const cell::CellState& state, const cell::Machine& machine) {
   v1::PollRequest req;
-  req.set_machine(machine.name);
+  req.set_machine(machine.name());
   req.set_revision(state.revision());
-  for (const cell::Task* t : machine.tasks) *req.add_desired() = BuildTaskRun(state, *t);
+  for (const cell::Task* t : machine.tasks()) *req.add_desired() = BuildTaskRun(state, *t);
   return req;
 }
 
@@ -65,7 +65,7 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
     for (const v1::CachedPackage& p : observed.packages()) cached.push_back(p.sha256());
     std::sort(cached.begin(), cached.end());
     cached.erase(std::unique(cached.begin(), cached.end()), cached.end());
-    if (cached != m->packages) {
+    if (cached != m->packages()) {
       v1::Mutation mut;
       mut.mutable_machine_packages()->set_name(machine);
       for (auto& p : cached) mut.mutable_machine_packages()->add_packages(std::move(p));
@@ -74,13 +74,13 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
   }
   absl::flat_hash_map<std::string, const v1::RunStatus*> runs;
   for (const v1::RunStatus& r : observed.runs()) runs[r.run_id()] = &r;
-  for (const cell::Task* t : m->tasks) {
-    std::string run_id = RunId(t->job->id, t->index, t->incarnation);
+  for (const cell::Task* t : m->tasks()) {
+    std::string run_id = RunId(t->job()->id, t->index(), t->incarnation());
     if (!sent.contains(run_id)) continue;  // placed after this poll was built
     v1::TaskRef ref;
-    ref.set_job(t->job->id);
-    ref.set_index(t->index);
-    ref.set_incarnation(t->incarnation);
+    ref.set_job(t->job()->id);
+    ref.set_index(t->index());
+    ref.set_incarnation(t->incarnation());
     v1::Mutation mut;
     auto it = runs.find(run_id);
     if (it == runs.end()) {
@@ -113,15 +113,15 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
     }
     std::string health = HealthText(r.health());
     bool agent_info_changed =
-        t->agent_info ? (health != t->agent_info->health ||
-                         !std::equal(r.ports().begin(), r.ports().end(), t->agent_info->ports.begin(),
-                                     t->agent_info->ports.end(),
+        t->agent_info() ? (health != t->agent_info()->health ||
+                         !std::equal(r.ports().begin(), r.ports().end(), t->agent_info()->ports.begin(),
+                                     t->agent_info()->ports.end(),
                                      [](const auto& a, const auto& b) { return a.first == b.first && a.second == b.second; }) ||
-                         static_cast<size_t>(r.ports().size()) != t->agent_info->ports.size())
+                         static_cast<size_t>(r.ports().size()) != t->agent_info()->ports.size())
                       : (!health.empty() || !r.ports().empty());
-    if (r.phase() != t->phase || r.pid() != t->pid || r.restarts() != t->restarts ||
-        r.exit_code() != t->exit_code || r.exit_signal() != t->exit_signal || r.message() != t->message ||
-        r.started_ms() != t->started_ms || agent_info_changed) {
+    if (r.phase() != t->phase() || r.pid() != t->pid() || r.restarts() != t->restarts() ||
+        r.exit_code() != t->exit_code() || r.exit_signal() != t->exit_signal() || r.message() != t->message() ||
+        r.started_ms() != t->started_ms() || agent_info_changed) {
       v1::TaskObserved* o = mut.mutable_task_observed();
       *o->mutable_task() = ref;
       o->set_phase(r.phase());

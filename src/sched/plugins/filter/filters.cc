@@ -11,7 +11,7 @@ FilterResult MachineUpFilter::Filter(const PassContext&, const TaskClass&, const
 }
 
 FilterResult CrashAvoidFilter::Filter(const PassContext& ctx, const TaskClass& cls, const MachineView& m) const {
-  if (cls.only_task != nullptr && cls.only_task->AvoidsMachine(m.machine->name, ctx.now_ms())) {
+  if (cls.only_task != nullptr && cls.only_task->AvoidsMachine(m.machine->name(), ctx.now_ms())) {
     return {ReasonCode::kCrashedHere, ""};
   }
   return FilterResult::Ok();
@@ -19,7 +19,7 @@ FilterResult CrashAvoidFilter::Filter(const PassContext& ctx, const TaskClass& c
 
 FilterResult ConstraintFilter::Filter(const PassContext&, const TaskClass& cls, const MachineView& m) const {
   for (size_t i = 0; i < cls.hard.size(); ++i) {
-    if (!cell::Matches(*cls.hard[i], m.machine->attributes)) return {ReasonCode::kConstraint, cls.hard_text[i]};
+    if (!cell::Matches(*cls.hard[i], m.machine->attributes())) return {ReasonCode::kConstraint, cls.hard_text[i]};
   }
   return FilterResult::Ok();
 }

@@ -28,7 +28,7 @@ class FiltersTest : public ::testing::Test {
     ctx_ = std::make_unique<PassContext>(state_, options_, now_);
     return MakeClass(*ctx_, state_.FindTask(spec.user() + "/" + spec.name(), index), shared);
   }
-  const MachineView& View(const std::string& name) { return ctx_->views()[state_.FindMachine(name)->order]; }
+  const MachineView& View(const std::string& name) { return ctx_->views()[state_.FindMachine(name)->order()]; }
 
   cell::CellState state_;
   Options options_;

@@ -24,7 +24,7 @@ double EpvmCost(double u) { return (std::pow(kEpvmBase, u) - 1.0) / (kEpvmBase -
 
 void PackingScore::Utilisation(const MachineView& m, const ResourceVector& free, const ResourceVector& need,
                                double* cpu, double* mem) {
-  const ResourceVector& cap = m.machine->capacity;
+  const ResourceVector& cap = m.machine->capacity();
   *cpu = 1.0 - Frac(free.cpu_millis - need.cpu_millis, cap.cpu_millis);
   *mem = 1.0 - Frac(free.memory_bytes - need.memory_bytes, cap.memory_bytes);
 }
@@ -49,7 +49,7 @@ double PackingScore::Score(const PassContext& ctx, const TaskClass& cls, const M
     case PackingPolicy::kBestFit:
       return 100.0 * (uc + um) / 2;
     case PackingPolicy::kWorstFit: {
-      const ResourceVector& cap = m.machine->capacity;
+      const ResourceVector& cap = m.machine->capacity();
       double bc = 1.0 - Frac(free.cpu_millis, cap.cpu_millis), bm = 1.0 - Frac(free.memory_bytes, cap.memory_bytes);
       double marginal = EpvmCost(uc) - EpvmCost(bc) + EpvmCost(um) - EpvmCost(bm);
       // The largest possible marginal cost for this task: on a machine
@@ -64,7 +64,7 @@ double PackingScore::Score(const PassContext& ctx, const TaskClass& cls, const M
       // term stops a placement from leaving one resource unusable for the
       // cell's typical task shape. The cost of a typical (small) task is a
       // few hundredths, hence the factor that puts both on one scale.
-      const ResourceVector& cap = m.machine->capacity;
+      const ResourceVector& cap = m.machine->capacity();
       double bc = 1.0 - Frac(free.cpu_millis, cap.cpu_millis), bm = 1.0 - Frac(free.memory_bytes, cap.memory_bytes);
       double marginal = EpvmCost(uc) - EpvmCost(bc) + EpvmCost(um) - EpvmCost(bm);
       double stranded = Stranded(1.0 - uc, 1.0 - um, ctx.shape_cpu_per_mem());
@@ -114,7 +114,7 @@ double SoftConstraintScore::Score(const PassContext&, const TaskClass& cls, cons
   if (cls.soft_weight_total <= 0) return 100.0;
   int64_t met = 0;
   for (const v1::Constraint* c : cls.soft) {
-    if (cell::Matches(*c, m.machine->attributes)) met += std::max(1, c->weight());
+    if (cell::Matches(*c, m.machine->attributes())) met += std::max(1, c->weight());
   }
   return 100.0 * static_cast<double>(met) / static_cast<double>(cls.soft_weight_total);
 }

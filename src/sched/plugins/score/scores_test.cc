@@ -24,7 +24,7 @@ class ScoresTest : public ::testing::Test {
     ctx_ = std::make_unique<PassContext>(state_, options_, 0);
     return MakeClass(*ctx_, state_.FindTask(spec.user() + "/" + spec.name(), 0), true);
   }
-  const MachineView& View(const std::string& name) { return ctx_->views()[state_.FindMachine(name)->order]; }
+  const MachineView& View(const std::string& name) { return ctx_->views()[state_.FindMachine(name)->order()]; }
   double S(const ScorePlugin& p, const TaskClass& c, const std::string& m) { return p.Score(*ctx_, c, View(m), nullptr); }
 
   cell::CellState state_;
