@@ -13,9 +13,12 @@
 namespace herd::sched {
 
 enum class PackingPolicy {
-  kWorstFit,  // E-PVM-like single cost: spreads load, leaves headroom, fragments
+  kWorstFit,  // E-PVM's marginal cost alone: spreads load, leaves headroom, fragments
   kBestFit,   // fills machines as tightly as possible
-  kHybrid,    // best fit that avoids stranding resources (Borg's current model)
+  kHybrid,    // E-PVM's marginal cost plus a stranding term: penalises a placement
+              // that leaves one resource unusable for the cell's typical task
+              // shape (Borg §3.2: a hybrid "that tries to reduce the amount of
+              // stranded resources")
 };
 absl::StatusOr<PackingPolicy> ParsePackingPolicy(absl::string_view name);
 absl::string_view PackingPolicyName(PackingPolicy p);
