@@ -135,6 +135,18 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   std::string listen = "127.0.0.1:17471";
   std::string name = absl::StrCat("bench-", getpid());
+  // The cell's PKI: the agent holds its machine's credential, the bench
+  // polls as the master.
+  auto ca = herd::pki::CreateAuthority("bench", time(nullptr), 24 * 3600);
+  auto machine_cred = ca.ok() ? herd::pki::IssueCredential(*ca, {herd::pki::Role::kMachine, name}, time(nullptr), 24 * 3600)
+                              : ca.status();
+  auto master_cred = ca.ok() ? herd::pki::IssueCredential(*ca, {herd::pki::Role::kMaster, "master"}, time(nullptr), 24 * 3600)
+                             : ca.status();
+  if (!machine_cred.ok() || !master_cred.ok() ||
+      !herd::pki::SaveCredential(dir + "/root/credentials.pem", *machine_cred).ok()) {
+    std::fprintf(stderr, "cannot make credentials in %s\n", dir.c_str());
+    return 1;
+  }
   pid_t agent = 0;
   {
     std::vector<std::string> a = {herd,          "agent",        "--master",      "127.0.0.1:1",  // no master
@@ -156,7 +168,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  auto stub = herd::v1::Agent::NewStub(herd::rpc::Channel(listen));
+  auto stub = herd::v1::Agent::NewStub(herd::rpc::Channel(listen, *master_cred, herd::rpc::MachineIdentity(name)));
   herd::v1::PollRequest req;
   req.set_machine(name);
   auto poll = [&](herd::v1::PollResponse* resp) {

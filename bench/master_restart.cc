@@ -29,6 +29,7 @@
 
 #ifdef HERD_BENCH_WITH_GRPC
 #include "herd/v1/api.grpc.pb.h"
+#include "pki/pki.h"
 #include "rpc/rpc.h"
 #endif
 
@@ -165,6 +166,17 @@ int main(int argc, char** argv) {
 #ifdef HERD_BENCH_WITH_GRPC
   if (!herd_bin.empty()) {
     std::string listen = "127.0.0.1:17171";
+    // The master's credential where it looks (DATA/credentials.pem), and an
+    // admin's to ask it.
+    auto ca = pki::CreateAuthority("bench", time(nullptr), 24 * 3600);
+    auto master_cred = ca.ok() ? pki::IssueCredential(*ca, {pki::Role::kMaster, "master"}, time(nullptr), 24 * 3600)
+                               : ca.status();
+    auto admin = ca.ok() ? pki::IssueCredential(*ca, {pki::Role::kUser, "bench", true}, time(nullptr), 24 * 3600)
+                         : ca.status();
+    if (!master_cred.ok() || !admin.ok() || !pki::SaveCredential(dir + "/credentials.pem", *master_cred).ok()) {
+      std::fprintf(stderr, "cannot make credentials in %s\n", dir.c_str());
+      return 1;
+    }
     t0 = Clock::now();
     pid_t pid = fork();
     if (pid == 0) {
@@ -178,9 +190,11 @@ int main(int argc, char** argv) {
       // try does not leave us waiting out gRPC's reconnect backoff.
       grpc::ChannelArguments args;
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-      auto stub = v1::Herd::NewStub(grpc::CreateCustomChannel(listen, grpc::InsecureChannelCredentials(), args));
+      args.SetSslTargetNameOverride(pki::ServerName(rpc::MasterIdentity()));
+      grpc::SslCredentialsOptions tls{admin->ca_pem, admin->key_pem, admin->cert_pem};
+      auto stub = v1::Herd::NewStub(grpc::CreateCustomChannel(listen, grpc::SslCredentials(tls), args));
       v1::CellInfo info;
-      auto ctx = rpc::Context("bench", 200);
+      auto ctx = rpc::Context("", 200);
       if (stub->GetCell(ctx.get(), v1::GetCellRequest(), &info).ok() && info.tasks_running() == tasks) {
         process_ms = Ms(Clock::now() - t0);
         break;

@@ -65,7 +65,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot start a cell with %s\n", herd.c_str());
     return 1;
   }
-  auto stub = herd::v1::Herd::NewStub(herd::rpc::Channel(listen));
+  auto admin = herd::pki::LoadCredential(dir + "/credentials.pem");
+  if (!admin.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(admin.status().message()).c_str());
+    return 1;
+  }
+  auto stub = herd::v1::Herd::NewStub(herd::rpc::Channel(listen, *admin, herd::rpc::MasterIdentity()));
   std::vector<double> lat;
   for (int i = 0; i < runs; ++i) {
     std::string name = absl::StrCat("lat", i);

@@ -2,7 +2,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <pwd.h>
 #include <unistd.h>
 
 #include "absl/strings/ascii.h"
@@ -12,14 +11,12 @@
 
 namespace herd::cli {
 
-namespace {
-std::string DefaultUser() {
-  if (const char* u = std::getenv("HERD_USER"); u && *u) return u;
-  if (const char* u = std::getenv("USER"); u && *u) return u;
-  if (struct passwd* pw = getpwuid(getuid())) return pw->pw_name;
-  return "nobody";
+std::string DefaultCredentialsPath() {
+  if (const char* c = std::getenv("HERD_CREDENTIALS"); c && *c) return c;
+  if (const char* h = std::getenv("HERD_HOME"); h && *h) return absl::StrCat(h, "/credentials.pem");
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home && *home ? home : "/tmp", "/.herd/up/credentials.pem");
 }
-}  // namespace
 
 Client::Client(const GlobalFlags& flags) : timeout_ms_(flags.timeout_ms) {
   master_ = flags.master;
@@ -27,16 +24,41 @@ Client::Client(const GlobalFlags& flags) : timeout_ms_(flags.timeout_ms) {
     const char* env = std::getenv("HERD_MASTER");
     master_ = env && *env ? env : kDefaultMaster;
   }
-  user_ = flags.user.empty() ? DefaultUser() : flags.user;
-  user_ = absl::AsciiStrToLower(user_);
-  stub_ = v1::Herd::NewStub(rpc::Channel(master_));
+  credentials_path_ = flags.credentials.empty() ? DefaultCredentialsPath() : flags.credentials;
+  absl::StatusOr<pki::Credential> cred = pki::LoadCredential(credentials_path_);
+  if (cred.ok()) {
+    credential_ = std::move(*cred);
+  } else {
+    credential_status_ = absl::Status(
+        cred.status().code(),
+        absl::StrCat(cred.status().message(),
+                     "; the CLI needs a credential of the cell: 'herd up' writes one for you, 'herd user add' "
+                     "issues one; name it with --credentials or HERD_CREDENTIALS"));
+  }
+  acting_as_ = flags.user;
+  if (acting_as_.empty()) {
+    if (const char* u = std::getenv("HERD_USER"); u && *u) acting_as_ = u;
+  }
+  acting_as_ = absl::AsciiStrToLower(acting_as_);
+  user_ = acting_as_.empty() ? credential_.info.subject.name : acting_as_;
+  if (acting_as_ == credential_.info.subject.name) acting_as_.clear();
+  stub_ = v1::Herd::NewStub(rpc::Channel(master_, credential_, rpc::MasterIdentity()));
 }
 
 std::unique_ptr<grpc::ClientContext> Client::Context(int64_t timeout_ms) const {
-  return rpc::Context(user_, timeout_ms < 0 ? timeout_ms_ : timeout_ms);
+  return rpc::Context(acting_as_, timeout_ms < 0 ? timeout_ms_ : timeout_ms);
 }
 
 absl::Status Client::Error(const grpc::Status& st) const {
+  const std::string& msg = st.error_message();
+  if (st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      (absl::StrContains(msg, "andshake") || absl::StrContains(msg, "SSL") || absl::StrContains(msg, "ertificate"))) {
+    if (!credential_status_.ok()) return credential_status_;
+    return absl::UnavailableError(absl::StrCat("the TLS handshake with the master at ", master_,
+                                               " failed: either the credential ", credentials_path_,
+                                               " is not of this cell (or has expired), or what listens there is "
+                                               "not the cell's master"));
+  }
   if (st.error_code() == grpc::StatusCode::UNAVAILABLE ||
       (st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && st.error_message() == "Deadline Exceeded")) {
     std::string why = st.error_message();
@@ -45,6 +67,7 @@ absl::Status Client::Error(const grpc::Status& st) const {
                                                "); is the cell up? Start one with 'herd up', or point --master "
                                                "or HERD_MASTER at it"));
   }
+  if (!credential_status_.ok()) return credential_status_;
   return rpc::FromGrpc(st);
 }
 

@@ -43,6 +43,9 @@ void AddMaster(CLI::App& app, int& rc) {
   auto sched_mode = std::make_shared<std::string>("internal");
   cmd->add_option("--data", o->data_dir, "Data directory (the embedded store lives here)")->required();
   cmd->add_option("--listen", o->listen, "API address HOST:PORT")->capture_default_str();
+  cmd->add_option("--credentials", o->credentials,
+                  "The master's credential, role master (default DATA/credentials.pem)");
+  cmd->add_option("--ca", o->ca_dir, "The cell CA's directory, to issue user credentials (herd user add)");
   cmd->add_option("--cell", o->core.cell_name, "Cell name")->capture_default_str();
   cmd->add_option("--poll-interval", *poll, "How often each agent is polled")->capture_default_str();
   cmd->add_option("--down-after", o->core.link.down_after_misses, "Missed polls before a machine is down")
@@ -88,7 +91,9 @@ void AddAgent(CLI::App& app, int& rc) {
   auto attrs = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--master", o->master, "Master address HOST:PORT")->capture_default_str();
   cmd->add_option("--listen", o->listen, "Agent address HOST:PORT (port 0 picks one)")->capture_default_str();
-  cmd->add_option("--name", o->name, "Machine name (default: the host name)");
+  cmd->add_option("--name", o->name, "Machine name (default: the name in the credential)");
+  cmd->add_option("--credentials", o->credentials,
+                  "This machine's credential, role machine (default ROOT/credentials.pem)");
   cmd->add_option("--capacity", *capacity, "Resources to offer, e.g. cpu=2,memory=4Gi (default: detected)");
   cmd->add_option("--attr", *attrs, "Machine attribute KEY=VALUE (repeatable)");
   cmd->add_option("--root", o->root_dir, "Directory for task runs and logs");
@@ -203,6 +208,7 @@ int main(int argc, char** argv) {
   // Logs go to stderr, never stdout (which carries tables and JSON); the
   // server roles raise the level to info when they start.
   herd::InitLogging("herd", "", "warn");
+  herd::rpc::RouteGrpcLogs();
   CLI::App app("herd: a cluster manager in the tradition of Borg", "herd");
   app.require_subcommand(1);
   app.fallthrough();

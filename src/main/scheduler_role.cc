@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "cli/client.h"
 #include "rpc/rpc.h"
 #include "sched/server/scheduler_server.h"
 
@@ -42,7 +43,11 @@ void AddScheduler(CLI::App& app, int& rc) {
       ->capture_default_str();
   AddSchedulerFlags(cmd, flags.get());
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
-  cmd->callback([&rc, o, flags] {
+  auto credentials = std::make_shared<std::string>();
+  cmd->add_option("--credentials", *credentials,
+                  "Credential to present to the master, role scheduler (default: $HERD_CREDENTIALS, else the one "
+                  "'herd up' wrote)");
+  cmd->callback([&rc, o, flags, credentials] {
     if (auto st = rpc::ValidateAddress(o->master); !st.ok()) {
       std::fprintf(stderr, "herd: --master: %s\n", std::string(st.message()).c_str());
       rc = 2;
@@ -58,6 +63,14 @@ void AddScheduler(CLI::App& app, int& rc) {
       rc = 2;
       return;
     }
+    const std::string path = credentials->empty() ? cli::DefaultCredentialsPath() : *credentials;
+    absl::StatusOr<pki::Credential> cred = pki::LoadCredential(path);
+    if (!cred.ok()) {
+      std::fprintf(stderr, "herd: --credentials: %s\n", std::string(cred.status().message()).c_str());
+      rc = 2;
+      return;
+    }
+    o->credential = std::move(*cred);
     // Schedulers racing on one cell should not make identical choices.
     o->scheduler.seed = std::hash<std::string>()(o->scheduler.name) | 1;
     rc = sched::RunSchedulerServer(*o);

@@ -1,6 +1,7 @@
 #include "main/up.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -25,6 +26,10 @@
 #include "agent/runtime/process.h"
 #include "agent/server/agent_server.h"
 #include "base/clock.h"
+#include "base/ids.h"
+#include "base/status.h"
+#include "cli/client.h"
+#include "pki/pki.h"
 #include "base/signals.h"
 #include "base/units.h"
 #include "herd/v1/api.grpc.pb.h"
@@ -51,6 +56,11 @@ using agent::ProcessId;
 //                     that a later `herd up` or `herd down` finds them if the
 //                     `herd up` that started them was killed.
 //   DATA/master, DATA/agents/mN, DATA/logs
+//   DATA/pki          the cell's CA (ca.crt, ca.key 0600), made on first up
+//   DATA/credentials.pem  an admin credential for the OS user who ran it (the
+//                     CLI's default); DATA/master/credentials.pem and
+//                     DATA/agents/mN/credentials.pem the master's and
+//                     machines' own
 
 std::string LockPath(const std::string& data) { return (fs::path(data) / "up.lock").string(); }
 std::string ChildrenPath(const std::string& data) { return (fs::path(data) / "up.children").string(); }
@@ -244,10 +254,58 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
 
 std::string MasterAddrFile(const std::string& data) { return (fs::path(data) / "master" / "master.addr").string(); }
 
+// ---- The cell's PKI: secure by default, with nothing to set up ----------
+
+std::string PkiDir(const std::string& data) { return (fs::path(data) / "pki").string(); }
+std::string AdminCredentials(const std::string& data) { return (fs::path(data) / "credentials.pem").string(); }
+
+// The OS user who runs `herd up`, as a Herd user name ("admin" if theirs is
+// not one).
+std::string OsUserName() {
+  std::string name;
+  if (const char* u = std::getenv("USER"); u && *u) name = u;
+  if (struct passwd* pw = getpwuid(getuid()); name.empty() && pw != nullptr) name = pw->pw_name;
+  name = absl::AsciiStrToLower(name);
+  return ValidateUserName(name).ok() ? name : "admin";
+}
+
+// Keeps `path` if it holds a live credential for `who` from `ca`, else
+// issues a new one there.
+absl::Status EnsureCredential(const pki::Authority& ca, const std::string& path, const pki::Subject& who) {
+  const int64_t now_s = time(nullptr);
+  absl::StatusOr<pki::Credential> have = pki::LoadCredential(path);
+  if (have.ok() && have->ca_pem == ca.cert_pem && have->info.subject == who &&
+      have->info.not_after_s > now_s + 7 * 24 * 3600) {
+    return absl::OkStatus();
+  }
+  HERD_ASSIGN_OR_RETURN(pki::Credential c, pki::IssueCredential(ca, who, now_s, 365ll * 24 * 3600));
+  return pki::SaveCredential(path, c);
+}
+
+// The CA (made on the first `herd up` in DATA) and the credentials of the
+// master, each agent and the admin.
+absl::Status EnsurePki(const UpOptions& o, const std::string& data) {
+  absl::StatusOr<pki::Authority> ca = pki::LoadAuthority(PkiDir(data));
+  if (!ca.ok()) {
+    if (fs::exists(fs::path(PkiDir(data)) / "ca.key")) return ca.status();
+    ca = pki::CreateAuthority(o.cell, time(nullptr), 10 * 365ll * 24 * 3600);
+    if (!ca.ok()) return ca.status();
+    HERD_RETURN_IF_ERROR(pki::SaveAuthority(PkiDir(data), *ca));
+  }
+  HERD_RETURN_IF_ERROR(EnsureCredential(*ca, (fs::path(data) / "master" / "credentials.pem").string(),
+                                        pki::Subject{pki::Role::kMaster, "master"}));
+  for (int i = 0; i < o.agents; ++i) {
+    const std::string name = absl::StrCat("m", i);
+    HERD_RETURN_IF_ERROR(EnsureCredential(*ca, (fs::path(AgentRoot(data, name)) / "credentials.pem").string(),
+                                          pki::Subject{pki::Role::kMachine, name}));
+  }
+  return EnsureCredential(*ca, AdminCredentials(data), pki::Subject{pki::Role::kUser, OsUserName(), true});
+}
+
 Child StartMaster(const UpOptions& o, const std::string& data, const std::string& exe) {
   std::remove(MasterAddrFile(data).c_str());  // a previous master's
   return {"master", Spawn({exe, "master", "--data", (fs::path(data) / "master").string(), "--listen", o.listen,
-                           "--cell", o.cell, "--poll-interval", o.poll_interval},
+                           "--cell", o.cell, "--poll-interval", o.poll_interval, "--ca", PkiDir(data)},
                           (fs::path(data) / "logs" / "master.log").string())};
 }
 
@@ -299,12 +357,19 @@ std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, cons
 }
 
 // Waits until the master answers and `agents` machines are UP.
-bool WaitReady(const std::string& master, int agents, int64_t timeout_ms, std::string* why) {
-  auto stub = v1::Herd::NewStub(rpc::Channel(master));
+bool WaitReady(const std::string& data, const std::string& master, int agents, int64_t timeout_ms,
+               std::string* why) {
+  absl::StatusOr<pki::Credential> admin = pki::LoadCredential(AdminCredentials(data));
+  if (!admin.ok()) {
+    *why = std::string(admin.status().message());
+    return false;
+  }
+  auto stub = v1::Herd::NewStub(rpc::Channel(master, *admin, rpc::MasterIdentity()));
   const int64_t deadline = SteadyNowMs() + timeout_ms;
   while (SteadyNowMs() < deadline) {
     v1::CellInfo info;
     auto ctx = rpc::Context("", 1000);
+    ctx->set_wait_for_ready(true);  // wait out (and drive) the connection attempt
     grpc::Status st = stub->GetCell(ctx.get(), v1::GetCellRequest(), &info);
     if (st.ok() && info.machines_up() >= agents) return true;
     *why = st.ok() ? absl::StrCat(info.machines_up(), " of ", agents, " agents registered")
@@ -323,6 +388,9 @@ std::string Greeting(const UpOptions& o, const std::string& data, const std::str
   absl::StrAppend(&text, "Try:\n  herd submit examples/hello.yaml\n  herd jobs\n  herd status hello\n"
                          "  herd logs hello/0\n  herd machines\n");
   if (master != "127.0.0.1:7070") absl::StrAppend(&text, "(set HERD_MASTER=", master, " first)\n");
+  if (AdminCredentials(data) != cli::DefaultCredentialsPath()) {
+    absl::StrAppend(&text, "(set HERD_CREDENTIALS=", AdminCredentials(data), " first)\n");
+  }
   absl::StrAppend(&text, o.detach ? absl::StrCat("Stop it with: herd down --data ", data, "\n")
                                   : "Stop it with Ctrl-C.\n");
   return text;
@@ -475,6 +543,10 @@ int RunUp(const UpOptions& o) {
   // task shims (which outlive it on purpose) are reparented here and reaped
   // when they end, rather than lingering as zombies.
   prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (absl::Status st = EnsurePki(o, data); !st.ok()) {
+    report(absl::StrCat("cannot set up the cell's credentials in ", data, ": ", st.message(), "\n"), false);
+    return 1;
+  }
   const std::string exe = SelfExe();
   const Slice slice = SliceMachine(o, data);
   std::vector<Child> children = {StartMaster(o, data, exe)};
@@ -489,7 +561,7 @@ int RunUp(const UpOptions& o) {
   WriteChildren(data, children);
 
   std::string why;
-  if (!WaitReady(*master, o.agents, 30'000, &why)) {
+  if (!WaitReady(data, *master, o.agents, 30'000, &why)) {
     StopAll(children);
     report(absl::StrCat("the cell did not come up within 30 s: ", why, " (see ", data, "/logs)\n"), false);
     return 1;

@@ -1,40 +1,77 @@
 // gRPC plumbing shared by the servers and the CLI: status mapping (absl and
-// gRPC codes are the same set), channels, and the caller's identity.
+// gRPC codes are the same set), mutually authenticated TLS channels and
+// servers, and the caller's identity.
+//
+// Every connection in a cell is TLS with certificates on both sides, all
+// signed by the cell's CA (pki/). A client names the identity it expects
+// the server to have (the master, or machine M) and the handshake fails
+// unless the server holds that certificate; a server takes the caller's
+// identity from the certificate the handshake verified, never from a
+// request field.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "pki/pki.h"
 
 namespace herd::rpc {
 
-// Metadata key carrying the calling user (authentication replaces it later).
-inline constexpr char kUserKey[] = "herd-user";
+// Metadata key naming the user a caller acts on behalf of (needs the run-as
+// capability unless it is the caller itself).
+inline constexpr char kActingAsKey[] = "herd-acting-as";
+
+// The largest request a server accepts and the largest reply a client
+// accepts (a checkpoint export streams in records well under this).
+inline constexpr int kMaxRequestBytes = 16 << 20;
+inline constexpr int kMaxResponseBytes = 256 << 20;
+
+// Sends gRPC's own log lines (failed handshakes and the like) to Herd's log
+// at info level: a server's log keeps them, the CLI (which logs warnings
+// only) keeps its one-line errors clean. Call before any gRPC use.
+// HERD_GRPC_LOG=stderr leaves gRPC's own logging alone (with GRPC_VERBOSITY
+// and GRPC_TRACE, for debugging).
+void RouteGrpcLogs();
 
 grpc::Status ToGrpc(const absl::Status& st);
 absl::Status FromGrpc(const grpc::Status& st);
 
-// A channel to HOST:PORT (insecure for now; TLS is a later issue).
-std::shared_ptr<grpc::Channel> Channel(const std::string& address);
+// The identity a server at some address must prove: the master, or machine
+// NAME.
+pki::Subject MasterIdentity();
+pki::Subject MachineIdentity(absl::string_view name);
 
-// A client context with a deadline and the caller's user.
-std::unique_ptr<grpc::ClientContext> Context(absl::string_view user, int64_t timeout_ms);
+// A TLS channel to HOST:PORT presenting `self`, which succeeds only if the
+// server holds a certificate for `server` signed by self's CA.
+std::shared_ptr<grpc::Channel> Channel(const std::string& address, const pki::Credential& self,
+                                       const pki::Subject& server);
 
-// The user a server-side call came from ("" if none was sent).
-std::string CallerUser(const grpc::ServerContext* ctx);
+// A client context with a deadline (0: none) and, if not empty, the user
+// the call acts on behalf of.
+std::unique_ptr<grpc::ClientContext> Context(absl::string_view acting_as, int64_t timeout_ms);
+
+// Who a server-side call came from: the certificate its TLS handshake
+// verified (UNAUTHENTICATED if there is none, which a server started by
+// StartServer never lets through).
+absl::StatusOr<pki::CertInfo> Caller(const grpc::ServerContext* ctx);
+// The user the call acts on behalf of ("" if it did not say).
+std::string ActingAs(const grpc::ServerContext* ctx);
 
 // Parses "HOST:PORT"; INVALID_ARGUMENT with a clear message otherwise.
 absl::Status ValidateAddress(absl::string_view address);
 
-// Starts a server on `address` (port 0 = pick one) with `services`; returns
-// it and sets *bound to "HOST:PORT" actually bound. UNAVAILABLE if the
-// address cannot be bound (e.g. in use).
+// Starts a TLS server on `address` (port 0 = pick one) with `services`,
+// presenting `self` and requiring every client to present a certificate
+// signed by self's CA; returns it and sets *bound to "HOST:PORT" actually
+// bound. UNAVAILABLE if the address cannot be bound (e.g. in use).
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& address,
-                                                          std::vector<grpc::Service*> services, std::string* bound);
+                                                          std::vector<grpc::Service*> services,
+                                                          const pki::Credential& self, std::string* bound);
 
 }  // namespace herd::rpc

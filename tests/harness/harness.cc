@@ -473,6 +473,35 @@ Cell::Cell() : Cell(Options()) {}
 Cell::Cell(Options options) : options_(std::move(options)) {
   dir_.OnKeep([this] { std::fprintf(stderr, "%s", LogTails().c_str()); });
   fs::create_directories(dir_.Sub("logs"));
+  absl::StatusOr<pki::Authority> ca = pki::CreateAuthority("test", time(nullptr), 24 * 3600);
+  if (!ca.ok() || !pki::SaveAuthority(CaDir(), *ca).ok()) {
+    std::fprintf(stderr, "harness: cannot create the cell's CA in %s\n", CaDir().c_str());
+    std::abort();
+  }
+  IssueCredential(pki::Subject{pki::Role::kMaster, "master"}, "../master/credentials.pem");
+}
+
+std::string Cell::IssueCredential(const pki::Subject& who, const std::string& file) const {
+  const std::string path = dir_.Sub("pki/" + file);
+  if (fs::exists(path)) return path;
+  absl::StatusOr<pki::Authority> ca = pki::LoadAuthority(CaDir());
+  absl::StatusOr<pki::Credential> c =
+      ca.ok() ? pki::IssueCredential(*ca, who, time(nullptr), 24 * 3600) : absl::StatusOr<pki::Credential>(ca.status());
+  if (!c.ok() || !pki::SaveCredential(path, *c).ok()) {
+    std::fprintf(stderr, "harness: cannot issue %s: %s\n", path.c_str(), std::string(c.status().message()).c_str());
+    std::abort();
+  }
+  return path;
+}
+
+std::string Cell::UserCredential(const std::string& user) const {
+  const bool admin = std::find(options_.admins.begin(), options_.admins.end(), user) != options_.admins.end();
+  return IssueCredential(pki::Subject{pki::Role::kUser, user, admin},
+                         absl::StrCat("users/", user, admin ? ".admin" : "", ".pem"));
+}
+
+std::string Cell::MachineCredential(const std::string& machine) const {
+  return IssueCredential(pki::Subject{pki::Role::kMachine, machine}, "machines/" + machine + ".pem");
 }
 
 Cell::~Cell() { Shutdown(); }
@@ -491,7 +520,7 @@ absl::Status Cell::StartMaster() {
   std::string listen = master_starts_ == 0 ? "127.0.0.1:0" : master_address_;
   std::vector<std::string> argv = {HerdBinary(),   "master",   "--data",          data,
                                    "--listen",     listen,     "--poll-interval", options_.poll_interval,
-                                   "--down-after", absl::StrCat(options_.down_after)};
+                                   "--down-after", absl::StrCat(options_.down_after), "--ca", CaDir()};
   for (const auto& f : options_.master_flags) argv.push_back(f);
   auto child = Child::Spawn("master", argv, dir_.Sub("logs/master.log"));
   if (!child.ok()) return child.status();
@@ -529,6 +558,7 @@ absl::Status Cell::StartAgent(const std::string& name, const std::string& rack, 
   if (std::find(roots_.begin(), roots_.end(), root) == roots_.end()) roots_.push_back(root);
   std::vector<std::string> argv = {slot.binary.empty() ? HerdBinary() : slot.binary, "agent", "--master",
                                    master_address_,
+                                   "--credentials", MachineCredential(name),
                                    "--listen",   "127.0.0.1:0", "--name",    name,
                                    "--root",     root,          "--capacity", options_.capacity,
                                    "--attr",     "rack=" + rack};
@@ -614,7 +644,9 @@ absl::Status Cell::StartScheduler(const std::string& name, const std::vector<std
   if (master_address_.empty()) return absl::FailedPreconditionError("start the master first");
   auto& slot = schedulers_[name];
   if (slot && slot->Running()) return absl::FailedPreconditionError(name + " is already running");
-  std::vector<std::string> argv = {HerdBinary(), "scheduler", "--master", master_address_, "--name", name};
+  std::vector<std::string> argv = {
+      HerdBinary(), "scheduler", "--master", master_address_, "--name", name, "--credentials",
+      IssueCredential(pki::Subject{pki::Role::kScheduler, name}, "schedulers/" + name + ".pem")};
   argv.insert(argv.end(), flags.begin(), flags.end());
   auto child = Child::Spawn(name, argv, SchedulerLog(name));
   if (!child.ok()) return child.status();
@@ -656,7 +688,11 @@ RunResult Cell::Herd(const std::vector<std::string>& args, Ms timeout) const {
 }
 
 RunResult Cell::HerdAs(const std::string& user, const std::vector<std::string>& args, Ms timeout) const {
-  std::vector<std::string> argv = {HerdBinary(), "--master", master_address_, "--user", user};
+  return HerdWith(UserCredential(user), args, timeout);
+}
+
+RunResult Cell::HerdWith(const std::string& credentials, const std::vector<std::string>& args, Ms timeout) const {
+  std::vector<std::string> argv = {HerdBinary(), "--master", master_address_, "--credentials", credentials};
   argv.insert(argv.end(), args.begin(), args.end());
   return Run(argv, timeout);
 }

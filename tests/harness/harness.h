@@ -35,6 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "pki/pki.h"
 #include "herd/v1/api.pb.h"
 #include "testing/eventually.h"
 
@@ -178,7 +179,9 @@ class Cell {
     std::string poll_interval = "200ms";
     int down_after = 3;
     std::string capacity = "cpu=2,memory=2Gi";
-    std::string user = "alice";  // --user of Herd()
+    std::string user = "alice";  // whose credential Herd() presents
+    // Users whose credentials are admin ones (the rest are plain users).
+    std::vector<std::string> admins = {"alice"};
     std::vector<std::string> master_flags;  // extra `herd master` flags
   };
 
@@ -226,9 +229,22 @@ class Cell {
   Child* scheduler(const std::string& name);
   std::string SchedulerLog(const std::string& name) const { return dir_.Sub("logs/" + name + ".log"); }
 
-  // `herd --master ADDR --user USER args...` (USER = options().user).
+  // The cell's PKI (made by the constructor): its CA in dir()/pki, and a
+  // credential file per identity, issued on first use.
+  std::string CaDir() const { return dir_.Sub("pki"); }
+  // USER's credential (an admin one if USER is in options().admins).
+  std::string UserCredential(const std::string& user) const;
+  std::string MachineCredential(const std::string& machine) const;
+  // Issues a credential for any identity into dir()/pki/FILE (for attacks:
+  // a user posing as a machine, a machine's credential used elsewhere).
+  std::string IssueCredential(const pki::Subject& who, const std::string& file) const;
+
+  // `herd --master ADDR --credentials <USER's> args...` (USER =
+  // options().user).
   RunResult Herd(const std::vector<std::string>& args, Ms timeout = 30s) const;
   RunResult HerdAs(const std::string& user, const std::vector<std::string>& args, Ms timeout = 30s) const;
+  // `herd --master ADDR --credentials FILE args...`.
+  RunResult HerdWith(const std::string& credentials, const std::vector<std::string>& args, Ms timeout = 30s) const;
   // `herd ... args... --json`, parsed into M; an error if it exits non-zero.
   template <typename M>
   absl::StatusOr<M> HerdJson(const std::vector<std::string>& args) const {

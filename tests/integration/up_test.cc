@@ -50,7 +50,9 @@ class UpTest : public ::testing::Test {
     return std::string(absl::StripAsciiWhitespace(harness::ReadFileOrEmpty(data_ + "/master/master.addr")));
   }
   RunResult Herd(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv = {harness::HerdBinary(), "--master", Master()};
+    // herd up wrote an admin credential for us beside its state.
+    std::vector<std::string> argv = {harness::HerdBinary(), "--master", Master(), "--credentials",
+                                     data_ + "/credentials.pem"};
     argv.insert(argv.end(), args.begin(), args.end());
     return harness::Run(argv, 60s);
   }

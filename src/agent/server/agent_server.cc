@@ -21,6 +21,7 @@
 #include "base/status.h"
 #include "herd/v1/agent.grpc.pb.h"
 #include "herd/v1/api.grpc.pb.h"
+#include "pki/grant.h"
 #include "rpc/rpc.h"
 
 namespace herd::agent {
@@ -29,15 +30,25 @@ namespace {
 class AgentService final : public v1::Agent::Service {
  public:
   AgentService(Supervisor* sup, std::string name, ResourceVector capacity, std::map<std::string, std::string> attrs,
-               std::string shim_path, Clock* clock)
+               std::string shim_path, Clock* clock, std::string ca_pem)
       : sup_(sup),
         name_(std::move(name)),
+        ca_pem_(std::move(ca_pem)),
         capacity_(std::move(capacity)),
         attrs_(std::move(attrs)),
         shim_path_(std::move(shim_path)),
         clock_(clock) {}
 
   grpc::Status Poll(grpc::ServerContext* ctx, const v1::PollRequest* req, v1::PollResponse* resp) override {
+    // Only the master says what runs here.
+    absl::StatusOr<pki::CertInfo> caller = rpc::Caller(ctx);
+    if (!caller.ok()) return rpc::ToGrpc(caller.status());
+    if (caller->subject.role != pki::Role::kMaster) {
+      HERD_LOG_WARN("refused a poll from {}: only the master may poll", pki::Describe(caller->subject));
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                          absl::StrCat(pki::Describe(caller->subject), " may not poll machine ", name_,
+                                       ": only the master may"));
+    }
     last_poll_ms_ = clock_->MonotonicMs();
     if (!req->machine().empty() && req->machine() != name_) {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -68,19 +79,35 @@ class AgentService final : public v1::Agent::Service {
 
   grpc::Status ReadLogs(grpc::ServerContext* ctx, const v1::ReadLogsRequest* req,
                         grpc::ServerWriter<v1::LogChunk>* writer) override {
+    if (absl::Status st = Admit(ctx, req->grant(), req->run_id(), v1::READ_LOGS); !st.ok()) return rpc::ToGrpc(st);
     return ServeLogs(*sup_, ctx, *req, writer);
   }
 
   grpc::Status Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req,
                     grpc::ServerWriter<v1::ExecOutput>* writer) override {
+    if (absl::Status st = Admit(ctx, req->grant(), req->run_id(), v1::EXEC); !st.ok()) return rpc::ToGrpc(st);
     return ServeExec(*sup_, shim_path_, ctx, *req, writer);
   }
 
   int64_t last_poll_ms() const { return last_poll_ms_.load(); }
 
  private:
+  // The master may read and exec anything here; a user needs the master's
+  // grant for this run and action, made out to them.
+  absl::Status Admit(grpc::ServerContext* ctx, const v1::AccessGrant& grant, const std::string& run_id,
+                     v1::AccessAction action) {
+    absl::StatusOr<pki::CertInfo> caller = rpc::Caller(ctx);
+    if (!caller.ok()) return caller.status();
+    if (caller->subject.role == pki::Role::kMaster) return absl::OkStatus();
+    absl::Status st = pki::CheckGrant(grant, ca_pem_, caller->subject.name, name_, run_id, action, clock_->NowMs());
+    if (!st.ok()) HERD_LOG_WARN("refused {} for {}: {}", action == v1::EXEC ? "an exec" : "a log read",
+                                pki::Describe(caller->subject), st.message());
+    return st;
+  }
+
   Supervisor* const sup_;
   const std::string name_;
+  const std::string ca_pem_;
   const ResourceVector capacity_;
   const std::map<std::string, std::string> attrs_;
   const std::string shim_path_;  // for herd-shim --enter; empty: next to herd
@@ -136,7 +163,28 @@ namespace {
 // registers with (detected unless given; disk and ports always detected or
 // derived) and its attributes (detected, then the flags').
 absl::Status ResolveOptions(AgentOptions& o, std::map<std::string, std::string>* attrs) {
-  if (o.name.empty()) o.name = HostName();
+  // Who this agent is: its machine credential, and the name in it.
+  if (o.credentials.empty()) {
+    const std::string root =
+        o.root_dir.empty() ? absl::StrCat("/var/lib/herd/agent/", o.name.empty() ? HostName() : o.name) : o.root_dir;
+    o.credentials = absl::StrCat(root, "/credentials.pem");
+  }
+  absl::StatusOr<pki::Credential> self = pki::LoadCredential(o.credentials);
+  if (!self.ok()) {
+    return absl::Status(self.status().code(),
+                        absl::StrCat(self.status().message(), "; an agent needs its machine's credential (herd ca "
+                                                              "issue --ca DIR --machine NAME --out FILE)"));
+  }
+  if (self->info.subject.role != pki::Role::kMachine) {
+    return absl::InvalidArgumentError(absl::StrCat(o.credentials, ": the credential is for ",
+                                                   pki::Describe(self->info.subject), ", not a machine"));
+  }
+  if (o.name.empty()) o.name = self->info.subject.name;
+  if (o.name != self->info.subject.name) {
+    return absl::InvalidArgumentError(absl::StrCat("--name ", o.name, ": the credential ", o.credentials,
+                                                   " is for machine ", self->info.subject.name));
+  }
+  o.identity = *self;
   if (o.root_dir.empty()) o.root_dir = absl::StrCat("/var/lib/herd/agent/", o.name);
   std::error_code ec;
   std::filesystem::create_directories(o.root_dir, ec);
@@ -192,7 +240,7 @@ class Registrar {
 
  private:
   void Run() {
-    auto stub = v1::Herd::NewStub(rpc::Channel(o_.master));
+    auto stub = v1::Herd::NewStub(rpc::Channel(o_.master, o_.identity, rpc::MasterIdentity()));
     int64_t interval_ms = 2000;
     int64_t registered_at = 0;
     bool warned = false;
@@ -253,8 +301,7 @@ void StopEveryTask(Supervisor& sup, Clock* clock) {
 }  // namespace
 
 int RunAgent(AgentOptions o) {
-  if (o.name.empty()) o.name = HostName();
-  InitLogging(absl::StrCat("agent ", o.name), o.log_file);
+  InitLogging(absl::StrCat("agent ", o.name.empty() ? HostName() : o.name), o.log_file);
   InstallStopSignalHandlers();
   if (o.clock == nullptr) o.clock = RealClock::Get();
   std::map<std::string, std::string> attrs;
@@ -267,9 +314,9 @@ int RunAgent(AgentOptions o) {
     HERD_LOG_ERROR("cannot start the agent: {}", sup.status().message());
     return 1;
   }
-  AgentService service(sup->get(), o.name, o.capacity, attrs, o.shim_path, o.clock);
+  AgentService service(sup->get(), o.name, o.capacity, attrs, o.shim_path, o.clock, o.identity.ca_pem);
   std::string bound;
-  auto server = rpc::StartServer(o.listen, {&service}, &bound);
+  auto server = rpc::StartServer(o.listen, {&service}, o.identity, &bound);
   if (!server.ok()) {
     HERD_LOG_ERROR("{}", server.status().message());
     return 1;

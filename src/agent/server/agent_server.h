@@ -8,13 +8,18 @@
 
 #include "base/clock.h"
 #include "base/resources.h"
+#include "pki/pki.h"
 
 namespace herd::agent {
 
 struct AgentOptions {
   std::string master = "127.0.0.1:7070";
   std::string listen = "127.0.0.1:7071";  // port 0 = pick one
-  std::string name;                        // default: this host's name
+  std::string name;                        // default: the name in the credential
+  // The machine's credential (role machine, its name); default
+  // ROOT/credentials.pem. Loaded into `identity` by RunAgent.
+  std::string credentials;
+  pki::Credential identity;
   std::string root_dir;                    // runs and logs; default /var/lib/herd/agent/<name>
   std::string shim_path;                   // default: herd-shim next to herd
   bool capacity_given = false;

@@ -101,7 +101,10 @@ void AddCheckpoint(CLI::App& app, CommandContext& ctx) {
 
 void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   app.add_option("--master", ctx.flags.master, "Master address HOST:PORT (default: $HERD_MASTER or 127.0.0.1:7070)");
-  app.add_option("--user", ctx.flags.user, "Act as this user (default: $HERD_USER or $USER)");
+  app.add_option("--credentials", ctx.flags.credentials,
+                 "Credential file (default: $HERD_CREDENTIALS, else the one 'herd up' wrote)");
+  app.add_option("--user", ctx.flags.user,
+                 "Act on behalf of this user (needs the run-as capability; default: $HERD_USER, else yourself)");
   AddSubmit(app, ctx);
   AddKill(app, ctx);
   AddJobs(app, ctx);
@@ -114,6 +117,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddQuota(app, ctx);
   AddCheckpoint(app, ctx);
   AddCell(app, ctx);
+  AddCredentialCommands(app, ctx);
 }
 
 }  // namespace herd::cli

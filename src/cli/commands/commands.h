@@ -45,17 +45,22 @@ bool CallMaster(CommandContext& ctx, Client& client,
 // talk to that machine's agent (logs, exec). On failure (bad JOB/INDEX,
 // unknown job, never ran: "task J/I has not run yet, <never_ran> (it is
 // PENDING)") prints the one-line error, sets the exit code, returns nullopt.
+// The master authorizes the access first and hands back a grant for it,
+// which the agent checks.
 struct TaskLocation {
   v1::GetTaskResponse response;  // the task, its machine and run id
+  v1::AccessGrant grant;         // `action` on that run, for this client's user
   std::unique_ptr<v1::Agent::Stub> agent;
 };
 std::optional<TaskLocation> LocateTask(CommandContext& ctx, Client& client, const std::string& task,
-                                       absl::string_view never_ran);
+                                       v1::AccessAction action, absl::string_view never_ran);
 // An agent call's failure as one line ("cannot reach the agent of machine M
 // at ADDR to <doing>" when unreachable, else the agent's message).
 absl::Status AgentError(const TaskLocation& where, const grpc::Status& st, absl::string_view doing);
 
 void AddSubmit(CLI::App& app, CommandContext& ctx);
+// herd ca init|issue, herd user add.
+void AddCredentialCommands(CLI::App& app, CommandContext& ctx);
 void AddKill(CLI::App& app, CommandContext& ctx);
 void AddJobs(CLI::App& app, CommandContext& ctx);
 void AddTasks(CLI::App& app, CommandContext& ctx);

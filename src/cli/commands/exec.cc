@@ -32,7 +32,7 @@ void AddExec(CLI::App& app, CommandContext& ctx) {
       timeout_ms = *ms;
     }
     Client client(ctx.flags);
-    std::optional<TaskLocation> where = LocateTask(ctx, client, *task, "so there is nothing to exec in");
+    std::optional<TaskLocation> where = LocateTask(ctx, client, *task, v1::EXEC, "so there is nothing to exec in");
     if (!where) return;
     const v1::GetTaskResponse& resp = where->response;
     const std::string name = absl::StrCat(resp.task().job(), "/", resp.task().index());
@@ -45,7 +45,8 @@ void AddExec(CLI::App& app, CommandContext& ctx) {
     req.set_run_id(resp.run_id());
     for (const std::string& a : *argv) req.add_argv(a);
     req.set_timeout_ms(timeout_ms);
-    auto actx = rpc::Context(client.user(), 0);
+    *req.mutable_grant() = where->grant;
+    auto actx = rpc::Context("", 0);
     auto reader = where->agent->Exec(actx.get(), req);
     v1::ExecOutput out;
     bool ended = false;

@@ -8,22 +8,26 @@
 namespace herd::cli {
 
 std::optional<TaskLocation> LocateTask(CommandContext& ctx, Client& client, const std::string& task,
-                                       absl::string_view never_ran) {
+                                       v1::AccessAction action, absl::string_view never_ran) {
   auto ref = ParseTaskRef(task);
   if (!ref.ok()) {
     ctx.exit_code = Fail(ref.status());
     return std::nullopt;
   }
-  v1::GetTaskRequest req;
+  v1::GrantAccessRequest req;
   req.set_job(ref->job.user.empty() ? ref->job.name : ref->job.Id());
   req.set_index(ref->index);
-  TaskLocation where;
+  req.set_action(action);
+  v1::GrantAccessResponse granted;
   auto rctx = client.Context();
-  grpc::Status st = client.stub().GetTask(rctx.get(), req, &where.response);
+  grpc::Status st = client.stub().GrantAccess(rctx.get(), req, &granted);
   if (!st.ok()) {
     ctx.exit_code = Fail(client.Error(st));
     return std::nullopt;
   }
+  TaskLocation where;
+  where.response = std::move(*granted.mutable_task());
+  where.grant = std::move(*granted.mutable_grant());
   const v1::GetTaskResponse& resp = where.response;
   if (resp.run_id().empty() || resp.machine().address().empty()) {
     ctx.exit_code = Fail(absl::NotFoundError(absl::StrCat("task ", resp.task().job(), "/", resp.task().index(),
@@ -31,7 +35,8 @@ std::optional<TaskLocation> LocateTask(CommandContext& ctx, Client& client, cons
                                                           v1::Task::State_Name(resp.task().state()), ")")));
     return std::nullopt;
   }
-  where.agent = v1::Agent::NewStub(rpc::Channel(resp.machine().address()));
+  where.agent = v1::Agent::NewStub(
+      rpc::Channel(resp.machine().address(), client.credential(), rpc::MachineIdentity(resp.machine().name())));
   return where;
 }
 
@@ -55,7 +60,7 @@ void AddLogs(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("--tail", *tail, "Only the last N bytes");
   cmd->callback([&ctx, task, err, follow, tail] {
     Client client(ctx.flags);
-    std::optional<TaskLocation> where = LocateTask(ctx, client, *task, "so it has no logs");
+    std::optional<TaskLocation> where = LocateTask(ctx, client, *task, v1::READ_LOGS, "so it has no logs");
     if (!where) return;
     const v1::GetTaskResponse& resp = where->response;
     v1::Agent::Stub* agent = where->agent.get();
@@ -64,7 +69,8 @@ void AddLogs(CLI::App& app, CommandContext& ctx) {
     lr.set_stderr(*err);
     lr.set_follow(*follow);
     lr.set_tail_bytes(*tail);
-    auto actx = rpc::Context(client.user(), *follow ? 0 : 30'000);
+    *lr.mutable_grant() = where->grant;
+    auto actx = rpc::Context("", *follow ? 0 : 30'000);
     auto reader = agent->ReadLogs(actx.get(), lr);
     v1::LogChunk chunk;
     while (reader->Read(&chunk)) {

@@ -21,6 +21,7 @@ MasterCore::MasterCore(store::LogStore* store, AgentLink* link, Clock* clock, Ma
     : options_(std::move(options)),
       committer_(std::make_unique<Committer>(std::move(state), store, clock, options_.committer)),
       jobs_(api_),
+      access_(api_),
       machines_(api_),
       stream_(api_) {
   if (options_.run_link) {

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "base/clock.h"
 #include "master/core/api/context.h"
+#include "master/core/api/access.h"
 #include "master/core/api/jobs.h"
 #include "master/core/api/machines.h"
 #include "master/core/api/stream.h"
@@ -52,6 +53,7 @@ class MasterCore {
 
   // The API.
   JobsApi& jobs() { return jobs_; }
+  AccessApi& access() { return access_; }
   MachinesApi& machines() { return machines_; }
   StreamApi& stream() { return stream_; }
 
@@ -70,6 +72,7 @@ class MasterCore {
   WhyStore why_;
   ApiContext api_;
   JobsApi jobs_;
+  AccessApi access_;
   MachinesApi machines_;
   StreamApi stream_;
   std::unique_ptr<CommitterChangeSource> sched_source_;

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "master/core/admission/authorizer.h"
 #include "master/core/committer.h"
 #include "master/core/link/link_shard.h"
+#include "pki/pki.h"
 #include "sched/framework/options.h"
 #include "sched/loop/scheduler_loop.h"
 
@@ -25,7 +27,14 @@ struct MasterOptions {
   bool run_scheduler = true;
   bool run_link = true;
   // Asked by every API handler before it acts (admission/authorizer.h).
+  // herd master uses CellPolicy; the simulator and tests of one part allow
+  // everything.
   std::shared_ptr<const Authorizer> authorizer = std::make_shared<AllowAll>();
+  // The master's own credential: signs access grants (herd exec, herd logs).
+  // Without one, GrantAccess is refused.
+  std::optional<pki::Credential> credential;
+  // The cell's CA, if this master issues user credentials (herd user add).
+  std::optional<pki::Authority> authority;
 };
 
 }  // namespace herd::master

@@ -1,5 +1,6 @@
 #include "master/server/grpc_api.h"
 
+#include "master/core/admission/identity.h"
 #include "rpc/rpc.h"
 
 namespace herd::master {
@@ -13,65 +14,90 @@ grpc::Status Reply(absl::StatusOr<T> result, T* out) {
   return grpc::Status::OK;
 }
 
-// Who is calling: the user the RPC names (the security issue verifies it).
-Principal Caller(const grpc::ServerContext* ctx) { return Principal::User(rpc::CallerUser(ctx)); }
+// Who is calling: the certificate the connection's TLS handshake verified,
+// acting on behalf of the user it names if it may.
+absl::StatusOr<Principal> Caller(const grpc::ServerContext* ctx) {
+  absl::StatusOr<pki::CertInfo> cert = rpc::Caller(ctx);
+  if (!cert.ok()) return cert.status();
+  return Identify(*cert, rpc::ActingAs(ctx));
+}
 
 }  // namespace
 
+// Every handler: the caller's identity, then the core's answer.
+#define HERD_CALL(api, method)                                        \
+  absl::StatusOr<Principal> who = Caller(ctx);                        \
+  if (!who.ok()) return rpc::ToGrpc(who.status());                    \
+  return Reply(core_->api().method(*who, *req), out)
+
 grpc::Status HerdService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitResponse* out) {
-  return Reply(core_->jobs().Submit(Caller(ctx), *req), out);
+  HERD_CALL(jobs, Submit);
 }
 grpc::Status HerdService::Kill(grpc::ServerContext* ctx, const v1::KillRequest* req, v1::KillResponse* out) {
-  return Reply(core_->jobs().Kill(Caller(ctx), *req), out);
+  HERD_CALL(jobs, Kill);
 }
 grpc::Status HerdService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::GetJobResponse* out) {
-  return Reply(core_->jobs().GetJob(Caller(ctx), *req), out);
+  HERD_CALL(jobs, GetJob);
 }
 grpc::Status HerdService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req, v1::ListJobsResponse* out) {
-  return Reply(core_->jobs().ListJobs(Caller(ctx), *req), out);
+  HERD_CALL(jobs, ListJobs);
 }
 grpc::Status HerdService::ListTasks(grpc::ServerContext* ctx, const v1::ListTasksRequest* req,
                                     v1::ListTasksResponse* out) {
-  return Reply(core_->jobs().ListTasks(Caller(ctx), *req), out);
+  HERD_CALL(jobs, ListTasks);
 }
 grpc::Status HerdService::GetTask(grpc::ServerContext* ctx, const v1::GetTaskRequest* req, v1::GetTaskResponse* out) {
-  return Reply(core_->jobs().GetTask(Caller(ctx), *req), out);
+  HERD_CALL(jobs, GetTask);
 }
 grpc::Status HerdService::ListMachines(grpc::ServerContext* ctx, const v1::ListMachinesRequest* req,
                                        v1::ListMachinesResponse* out) {
-  return Reply(core_->machines().ListMachines(Caller(ctx), *req), out);
+  HERD_CALL(machines, ListMachines);
 }
 grpc::Status HerdService::SetQuota(grpc::ServerContext* ctx, const v1::SetQuotaRequest* req, v1::SetQuotaResponse* out) {
-  return Reply(core_->machines().SetQuota(Caller(ctx), *req), out);
+  HERD_CALL(machines, SetQuota);
 }
 grpc::Status HerdService::ListQuotas(grpc::ServerContext* ctx, const v1::ListQuotasRequest* req,
                                      v1::ListQuotasResponse* out) {
-  return Reply(core_->machines().ListQuotas(Caller(ctx), *req), out);
+  HERD_CALL(machines, ListQuotas);
 }
-grpc::Status HerdService::RegisterMachine(grpc::ServerContext*, const v1::RegisterMachineRequest* req,
+grpc::Status HerdService::RegisterMachine(grpc::ServerContext* ctx, const v1::RegisterMachineRequest* req,
                                           v1::RegisterMachineResponse* out) {
-  return Reply(core_->machines().RegisterMachine(Principal::Machine(req->machine().name()), *req), out);
+  HERD_CALL(machines, RegisterMachine);
 }
 grpc::Status HerdService::Propose(grpc::ServerContext* ctx, const v1::ProposeRequest* req, v1::ProposeResponse* out) {
-  return Reply(core_->jobs().Propose(Caller(ctx), *req), out);
+  HERD_CALL(jobs, Propose);
 }
 grpc::Status HerdService::Why(grpc::ServerContext* ctx, const v1::WhyRequest* req, v1::WhyResponse* out) {
-  return Reply(core_->jobs().Why(Caller(ctx), *req), out);
+  HERD_CALL(jobs, Why);
 }
 grpc::Status HerdService::GetCell(grpc::ServerContext* ctx, const v1::GetCellRequest*, v1::CellInfo* out) {
-  return Reply(core_->machines().GetCell(Caller(ctx)), out);
+  absl::StatusOr<Principal> who = Caller(ctx);
+  if (!who.ok()) return rpc::ToGrpc(who.status());
+  return Reply(core_->machines().GetCell(*who), out);
+}
+grpc::Status HerdService::GrantAccess(grpc::ServerContext* ctx, const v1::GrantAccessRequest* req,
+                                      v1::GrantAccessResponse* out) {
+  HERD_CALL(access, GrantAccess);
+}
+grpc::Status HerdService::IssueCredential(grpc::ServerContext* ctx, const v1::IssueCredentialRequest* req,
+                                          v1::IssueCredentialResponse* out) {
+  HERD_CALL(access, IssueCredential);
 }
 
 grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                 grpc::ServerWriter<v1::WatchResponse>* writer) {
+  absl::StatusOr<Principal> who = Caller(ctx);
+  if (!who.ok()) return rpc::ToGrpc(who.status());
   return rpc::ToGrpc(core_->stream().Watch(
-      Caller(ctx), req->from_revision(), [&](const v1::WatchResponse& r) { return writer->Write(r); },
+      *who, req->from_revision(), [&](const v1::WatchResponse& r) { return writer->Write(r); },
       [&] { return ctx->IsCancelled(); }));
 }
 
 grpc::Status HerdService::ExportCheckpoint(grpc::ServerContext* ctx, const v1::ExportCheckpointRequest* req,
                                            grpc::ServerWriter<v1::CheckpointRecord>* writer) {
-  return rpc::ToGrpc(core_->stream().ExportCheckpoint(Caller(ctx), req->up_to_revision(), [&](const v1::CheckpointRecord& r) {
+  absl::StatusOr<Principal> who = Caller(ctx);
+  if (!who.ok()) return rpc::ToGrpc(who.status());
+  return rpc::ToGrpc(core_->stream().ExportCheckpoint(*who, req->up_to_revision(), [&](const v1::CheckpointRecord& r) {
     return !ctx->IsCancelled() && writer->Write(r);
   }));
 }
@@ -81,8 +107,10 @@ absl::StatusOr<v1::PollResponse> GrpcAgentLink::Poll(const std::string& address,
   v1::Agent::Stub* stub;
   {
     std::lock_guard l(mu_);
-    auto& s = stubs_[address];
-    if (!s) s = v1::Agent::NewStub(rpc::Channel(address));
+    // The channel pins the machine's identity: whoever listens at `address`
+    // gets the machine's tasks only if it holds that machine's certificate.
+    auto& s = stubs_[{address, request.machine()}];
+    if (!s) s = v1::Agent::NewStub(rpc::Channel(address, self_, rpc::MachineIdentity(request.machine())));
     stub = s.get();
   }
   auto ctx = rpc::Context("", timeout_ms);

@@ -33,20 +33,26 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status GetCell(grpc::ServerContext*, const v1::GetCellRequest*, v1::CellInfo*) override;
   grpc::Status Propose(grpc::ServerContext*, const v1::ProposeRequest*, v1::ProposeResponse*) override;
   grpc::Status Why(grpc::ServerContext*, const v1::WhyRequest*, v1::WhyResponse*) override;
+  grpc::Status GrantAccess(grpc::ServerContext*, const v1::GrantAccessRequest*, v1::GrantAccessResponse*) override;
+  grpc::Status IssueCredential(grpc::ServerContext*, const v1::IssueCredentialRequest*,
+                               v1::IssueCredentialResponse*) override;
 
  private:
   MasterCore* const core_;
 };
 
-// Polls agents over gRPC, one cached channel per address.
+// Polls agents over gRPC as the master (credential `self`), one cached
+// channel per address and machine.
 class GrpcAgentLink final : public AgentLink {
  public:
+  explicit GrpcAgentLink(pki::Credential self) : self_(std::move(self)) {}
   absl::StatusOr<v1::PollResponse> Poll(const std::string& address, const v1::PollRequest& request,
                                         int64_t timeout_ms) override;
 
  private:
+  const pki::Credential self_;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<v1::Agent::Stub>> stubs_;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<v1::Agent::Stub>> stubs_;
 };
 
 }  // namespace herd::master

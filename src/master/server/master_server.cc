@@ -13,8 +13,46 @@
 #include "store/sqlite/sqlite_log_store.h"
 
 namespace herd::master {
-int RunMaster(const ServerOptions& options) {
-  InitLogging("master", options.log_file);
+namespace {
+
+// The master's credential and, if given, the CA it issues user credentials
+// with; a clear error if either is missing or is not what it should be.
+absl::Status LoadIdentity(const ServerOptions& o, MasterOptions* core) {
+  const std::string path =
+      o.credentials.empty() ? (std::filesystem::path(o.data_dir) / "credentials.pem").string() : o.credentials;
+  absl::StatusOr<pki::Credential> self = pki::LoadCredential(path);
+  if (!self.ok()) {
+    return absl::Status(self.status().code(),
+                        absl::StrCat(self.status().message(),
+                                     "; every master needs a credential of role master (herd ca issue --ca DIR "
+                                     "--master --out FILE), given with --credentials"));
+  }
+  if (self->info.subject.role != pki::Role::kMaster) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": the credential is for ", pki::Describe(self->info.subject), ", not a master"));
+  }
+  core->credential = *self;
+  if (!o.ca_dir.empty()) {
+    absl::StatusOr<pki::Authority> ca = pki::LoadAuthority(o.ca_dir);
+    if (!ca.ok()) return ca.status();
+    if (ca->cert_pem != self->ca_pem) {
+      return absl::InvalidArgumentError(absl::StrCat("--ca ", o.ca_dir, " is not the CA that signed ", path));
+    }
+    core->authority = *ca;
+  }
+  core->authorizer = std::make_shared<CellPolicy>();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunMaster(const ServerOptions& o) {
+  InitLogging("master", o.log_file);
+  ServerOptions options = o;
+  if (absl::Status st = LoadIdentity(options, &options.core); !st.ok()) {
+    HERD_LOG_ERROR("{}", st.message());
+    return 1;
+  }
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);
   if (ec) {
@@ -28,7 +66,7 @@ int RunMaster(const ServerOptions& options) {
     return 1;
   }
   auto t0 = std::chrono::steady_clock::now();
-  GrpcAgentLink link;
+  GrpcAgentLink link(*options.core.credential);
   auto core = MasterCore::Create(store->get(), &link, RealClock::Get(), options.core);
   if (!core.ok()) {
     HERD_LOG_ERROR("recovery failed: {}", core.status().ToString());
@@ -42,7 +80,7 @@ int RunMaster(const ServerOptions& options) {
   });
   HerdService service(core->get());
   std::string bound;
-  auto server = rpc::StartServer(options.listen, {&service}, &bound);
+  auto server = rpc::StartServer(options.listen, {&service}, *options.core.credential, &bound);
   if (!server.ok()) {
     HERD_LOG_ERROR("{}", server.status().message());
     return 1;

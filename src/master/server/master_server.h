@@ -13,6 +13,11 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:7070";
   MasterOptions core;
   std::string log_file;  // also log here (besides stderr)
+  // The master's credential (role master); default DATA/credentials.pem.
+  std::string credentials;
+  // The cell CA's directory (ca.crt, ca.key), if this master issues user
+  // credentials (herd user add). Optional.
+  std::string ca_dir;
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.

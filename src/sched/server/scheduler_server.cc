@@ -25,10 +25,11 @@ bool Same(const SchedulerLoop::Stats& a, const SchedulerLoop::Stats& b) {
 
 int RunSchedulerServer(const SchedulerServerOptions& options) {
   InitLogging("scheduler", options.log_file);
-  std::shared_ptr<grpc::Channel> channel = rpc::Channel(options.master);
+  std::shared_ptr<grpc::Channel> channel = rpc::Channel(options.master, options.credential, rpc::MasterIdentity());
   const std::string& name = options.scheduler.name;
-  GrpcChangeSource source(channel, name, GrpcChangeSource::Options{});
-  GrpcProposalSink sink(channel, name);
+  // The master knows who this is from its credential; it acts for nobody else.
+  GrpcChangeSource source(channel, "", GrpcChangeSource::Options{});
+  GrpcProposalSink sink(channel, "");
   LoopOptions loop_options = options.loop;
   loop_options.log_passes = true;
   // Bootstrap itself waits for the master to come back; retry promptly.

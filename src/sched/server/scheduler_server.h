@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "pki/pki.h"
 #include "sched/framework/options.h"
 #include "sched/loop/scheduler_loop.h"
 
@@ -12,6 +13,9 @@ namespace herd::sched {
 
 struct SchedulerServerOptions {
   std::string master = "127.0.0.1:7070";
+  // What it presents to the master: a credential of role scheduler (or an
+  // admin's).
+  pki::Credential credential;
   Options scheduler;  // scheduler.name names it in logs, mutations and diagnoses
   LoopOptions loop;
   std::string log_file;

@@ -5,35 +5,65 @@
 // PERMISSION_DENIED naming the permission that is missing, with nothing
 // changed.
 //
-// Today the caller's identity is the user an RPC names (unverified) and the
-// default policy allows everything, as before this seam existed. The
-// security issue (#10) fills both in: identities from verified credentials,
-// and a policy where users change, read and exec into only their own jobs
-// unless they hold a capability (admin, quota admin, run on behalf of a
-// user, exec into any task, read all), with an audit log of every decision.
+// The caller's identity comes from the certificate its TLS connection
+// presented (rpc::Caller); the policy is CellPolicy below: users change,
+// exec into and read the logs and secrets of only their own jobs unless
+// they hold a capability.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace herd::master {
 
+// What a user may do beyond their own jobs. An admin holds them all.
+enum class Capability : uint32_t {
+  kAdmin = 1 << 0,       // "admin": everything
+  kQuotaAdmin = 1 << 1,  // "quota-admin": set anyone's quota
+  kRunAs = 1 << 2,       // "run-as": act on behalf of another user (--user)
+  kExecAny = 1 << 3,     // "exec-any": exec into any task
+  kReadAll = 1 << 4,     // "read-all": read every job's secrets and logs, watch the cell, export checkpoints
+  kRunAsRoot = 1 << 5,   // "run-as-root": tasks that run as root on the machine
+};
+inline constexpr Capability kAllCapabilities[] = {Capability::kAdmin,   Capability::kQuotaAdmin, Capability::kRunAs,
+                                                  Capability::kExecAny, Capability::kReadAll,    Capability::kRunAsRoot};
+absl::string_view CapabilityName(Capability c);  // "quota-admin"
+absl::StatusOr<Capability> ParseCapability(absl::string_view name);
+
 // Who is asking.
 struct Principal {
   enum class Kind {
-    kUser,      // a person or a program acting as a user (the CLI, a framework)
-    kMachine,   // an agent, as its machine
-    kInternal,  // the master's own parts (its in-process scheduler)
+    kUser,       // a person or a program acting as a user (the CLI, a framework)
+    kMachine,    // an agent, as its machine
+    kScheduler,  // a `herd scheduler` proposing placements
+    kInternal,   // the master's own parts (its in-process scheduler, the simulator)
   };
   Kind kind = Kind::kUser;
   std::string name;  // the user's or machine's name, or the part's ("scheduler")
+  uint32_t capabilities = 0;  // bits of Capability (users only)
+  // When a user acts on behalf of another (--user, with run-as): the one
+  // who really asked, for messages and the audit log.
+  std::string acting_user;
+  // The credential's serial ("" for internal parts).
+  std::string credential;
 
   static Principal User(std::string name) { return {Kind::kUser, std::move(name)}; }
+  static Principal Admin(std::string name) {
+    return {Kind::kUser, std::move(name), static_cast<uint32_t>(Capability::kAdmin)};
+  }
   static Principal Machine(std::string name) { return {Kind::kMachine, std::move(name)}; }
+  static Principal Scheduler(std::string name) { return {Kind::kScheduler, std::move(name)}; }
   static Principal Internal(std::string what) { return {Kind::kInternal, std::move(what)}; }
+
+  bool Has(Capability c) const {
+    return (capabilities & (static_cast<uint32_t>(c) | static_cast<uint32_t>(Capability::kAdmin))) != 0;
+  }
 
   // "user alice", "machine m1", "the master's scheduler".
   std::string ToString() const;
@@ -58,6 +88,10 @@ enum class Action {
   kReadCell,         // GetCell
   kWatch,            // Watch: every mutation of the cell
   kExportCheckpoint, // ExportCheckpoint: the whole cell's state
+  kExecTask,         // a grant to exec into a task (owner: the job's)
+  kReadLogs,         // a grant to read a task's logs
+  kReadSecrets,      // see a job's env values (asked by reads, which hide them otherwise)
+  kManageUsers,      // issue or revoke credentials, grant capabilities
   kCount,
 };
 // "submit-job", "kill-job", ...: how messages and the audit log name it.
@@ -84,10 +118,29 @@ class Authorizer {
 // alice/web: it needs the permission 'admin'".
 absl::Status Denied(const Principal& who, Action action, const Resource& on, absl::string_view permission);
 
-// Allows everything: the policy until the security issue lands.
+// Allows everything: for the simulator and tests of one part.
 class AllowAll final : public Authorizer {
  public:
   absl::Status Authorize(const Principal&, Action, const Resource&) const override { return absl::OkStatus(); }
 };
+
+// The cell's policy (Borg §2.6 and Kubernetes RBAC's defaults, in short):
+// - the master's own parts may do anything;
+// - a machine may only register itself (its name is its certificate's);
+// - a scheduler may read the cell and propose placements;
+// - a user may submit, kill, exec into, and read the logs and secrets of
+//   their own jobs; may read every job's status (env values hidden), the
+//   machines, the quotas and the cell; everything else needs a capability:
+//   quota-admin to set quotas, exec-any to exec into others' tasks,
+//   read-all for others' secrets and logs, the cell's stream and
+//   checkpoints, admin for the rest (changing others' jobs, users,
+//   placements).
+class CellPolicy final : public Authorizer {
+ public:
+  absl::Status Authorize(const Principal& who, Action action, const Resource& on) const override;
+};
+
+// True if the action changes something (what the audit log records).
+bool IsMutating(Action a);
 
 }  // namespace herd::master

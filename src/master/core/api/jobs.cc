@@ -117,6 +117,24 @@ absl::StatusOr<v1::KillResponse> JobsApi::Kill(const Principal& who, const v1::K
   return resp;
 }
 
+namespace {
+
+// What a reader without the right to a job's secrets sees of its env values.
+constexpr char kHiddenValue[] = "(hidden)";
+
+// Hides the env values of `job` unless `who` may read its secrets (its
+// owner, or read-all): env is where users put tokens and passwords.
+void HideSecretsFrom(const ApiContext& ctx, const Principal& who, const cell::Job& job, v1::Job* out) {
+  if (ctx.Authorize(who, Action::kReadSecrets, JobResource(job)).ok()) return;
+  v1::JobSpec* spec = out->mutable_spec();
+  for (auto& [k, v] : *spec->mutable_task()->mutable_env()) v = kHiddenValue;
+  for (v1::TaskOverride& o : *spec->mutable_overrides()) {
+    for (auto& [k, v] : *o.mutable_env()) v = kHiddenValue;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<v1::GetJobResponse> JobsApi::GetJob(const Principal& who, const v1::GetJobRequest& req) {
   HERD_ASSIGN_OR_RETURN(
       v1::GetJobResponse resp,
@@ -127,6 +145,7 @@ absl::StatusOr<v1::GetJobResponse> JobsApi::GetJob(const Principal& who, const v
             HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kReadJob, JobResource(*j)));
             v1::GetJobResponse r;
             *r.mutable_job() = j->ToProto();
+            HideSecretsFrom(ctx_, who, *j, r.mutable_job());
             for (const cell::Task& t : j->tasks) *r.add_tasks() = t.ToProto();
             r.set_revision(s.revision());
             return r;
@@ -151,7 +170,9 @@ absl::StatusOr<v1::ListJobsResponse> JobsApi::ListJobs(const Principal& who, con
         for (const auto& [id, j] : s.jobs()) {
           if (!req.user().empty() && j->spec.user() != req.user()) continue;
           if (!req.include_dead() && j->state == v1::Job::DEAD) continue;
-          *r.add_jobs() = j->ToProto();
+          v1::Job* out = r.add_jobs();
+          *out = j->ToProto();
+          HideSecretsFrom(ctx_, who, *j, out);
         }
         r.set_revision(s.revision());
         return r;

@@ -1,0 +1,38 @@
+#include "master/core/admission/identity.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace herd::master {
+
+absl::StatusOr<Principal> Identify(const pki::CertInfo& cert, absl::string_view acting_as) {
+  Principal p;
+  p.name = cert.subject.name;
+  p.credential = cert.serial;
+  switch (cert.subject.role) {
+    case pki::Role::kMachine:
+      p.kind = Principal::Kind::kMachine;
+      return p;
+    case pki::Role::kScheduler:
+      p.kind = Principal::Kind::kScheduler;
+      return p;
+    case pki::Role::kMaster:
+      p.kind = Principal::Kind::kInternal;
+      p.name = "master";
+      return p;
+    case pki::Role::kUser:
+      break;
+  }
+  p.kind = Principal::Kind::kUser;
+  if (cert.subject.admin) p.capabilities |= static_cast<uint32_t>(Capability::kAdmin);
+  if (acting_as.empty() || acting_as == p.name) return p;
+  if (!p.Has(Capability::kRunAs)) {
+    return absl::PermissionDeniedError(absl::StrCat("user ", p.name, " may not act as user ", acting_as,
+                                                    ": it needs the permission 'run-as'"));
+  }
+  Principal as = Principal::User(std::string(acting_as));
+  as.acting_user = p.name;
+  as.credential = p.credential;
+  return as;
+}
+
+}  // namespace herd::master
