@@ -115,9 +115,26 @@ void AddAgent(CLI::App& app, int& rc) {
   auto retention = std::make_shared<std::string>();
   cmd->add_option("--task-log-retention", *retention, "Keep a task's logs this long after it ended (default 24h)");
   cmd->add_option("--package-dir", o->package_dir, "Package cache directory (default ROOT/packages)");
+  auto uids = std::make_shared<std::string>();
+  cmd->add_option("--task-uids", *uids,
+                  "Uids tasks run as, one per job owner, LO-HI (default 200000-299999); \"agent\": as the agent "
+                  "itself");
   auto cache = std::make_shared<std::string>();
   cmd->add_option("--package-cache-size", *cache, "Disk budget of the package cache (default 10Gi)");
-  cmd->callback([&rc, o, capacity, attrs, ports, reserve, log_max, retention, cache] {
+  cmd->callback([&rc, o, capacity, attrs, ports, reserve, log_max, retention, cache, uids] {
+    if (*uids == "agent") {
+      o->task_uid_count = 0;
+    } else if (!uids->empty()) {
+      std::pair<std::string, std::string> lh = absl::StrSplit(*uids, absl::MaxSplits('-', 1));
+      uint32_t lo = 0, hi = 0;
+      if (!absl::SimpleAtoi(lh.first, &lo) || !absl::SimpleAtoi(lh.second, &hi) || lo < 1000 || hi < lo ||
+          hi >= (1u << 31)) {
+        rc = Usage(absl::StrCat("--task-uids '", *uids, "' is not a range LO-HI within 1000-2147483647, or 'agent'"));
+        return;
+      }
+      o->task_uid_min = lo;
+      o->task_uid_count = hi - lo + 1;
+    }
     if (!ports->empty()) {
       std::pair<std::string, std::string> lh = absl::StrSplit(*ports, absl::MaxSplits('-', 1));
       if (!absl::SimpleAtoi(lh.first, &o->port_min) || !absl::SimpleAtoi(lh.second, &o->port_max) ||

@@ -677,8 +677,9 @@ TEST(SpecTest, PackageHealthAndIsolationErrors) {
               ElementsAre(HasSubstr("give only one of http:, tcp: and command:")));
   EXPECT_THAT(Errors(absl::StrCat(job, "health_check: {tcp: http, interval: 1s, timeout: 5s}\n")),
               ElementsAre(HasSubstr("health_check.timeout: 5s must be positive and no longer than the interval")));
-  EXPECT_THAT(Errors(absl::StrCat(job, "isolation: {user: root}\n")),
-              ElementsAre(HasSubstr("isolation.user: must be an unprivileged user, not root")));
+  // A valid spec: whether its owner may run tasks as root is the master's
+  // to decide (the run-as-root capability).
+  EXPECT_EQ(One(absl::StrCat(job, "isolation: {user: root}\n")).task().isolation().user(), "root");
   EXPECT_THAT(Errors(absl::StrCat(job, "isolation: {root_from_packages: true}\n")),
               ElementsAre(HasSubstr("isolation.root_from_packages: the task has no packages")));
   EXPECT_THAT(Errors(absl::StrCat(job, "isolation: {namespace: true}\n")),

@@ -230,9 +230,9 @@ void CheckIsolation(const v1::TaskTemplate& t, Issues* out) {
     if (!ok) {
       out->Add("isolation.user", absl::StrCat("'", u, "' is not a valid user name (1-32 characters of a-z, 0-9, "
                                               "'_' and '-', starting with a letter or '_')"));
-    } else if (u == "root") {
-      out->Add("isolation.user", "must be an unprivileged user, not root");
     }
+    // root is a valid name: the master lets only holders of run-as-root
+    // ask for it (and of run-as for any other machine account).
   }
 }
 

@@ -433,6 +433,10 @@ TestDir::TestDir() {
     return;
   }
   path_ = buf.data();
+  // Tasks run as unprivileged uids: let them reach the files a test shares
+  // with them here (mkdtemp makes the directory 0700). The cell's PKI
+  // directory stays 0700 (SaveAuthority makes it so).
+  chmod(path_.c_str(), 0755);
 }
 
 TestDir::~TestDir() {

@@ -4,6 +4,8 @@
 // what is missing, and change nothing.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -278,6 +280,28 @@ TEST_F(SecurityTest, NoOneRegistersAsAnotherMachineOrPosesAsOne) {
   auto ctx = rpc::Context("", 10'000);
   grpc::Status st = stub->Poll(ctx.get(), poll, &resp);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAVAILABLE) << st.error_message();
+}
+
+TEST_F(SecurityTest, TasksRunUnprivilegedAndRootIsACapability) {
+  const std::string id = "name: who\nuser: alice\npriority: batch\ncommand: [\"sh\", \"-c\", \"id -u; exec sleep "
+                         "3600\"]\nresources: {cpu: 10m, memory: 8Mi}\n";
+  ASSERT_EQ(cell_.Herd({"submit", cell_.WriteSpec("who.yaml", id)}).exit_code, 0);
+  std::string out;
+  ASSERT_TRUE(Eventually([&] { return !(out = cell_.Herd({"logs", "who/0"}).out).empty(); }, 30s)) << cell_.LogTails();
+  if (geteuid() == 0) {
+    EXPECT_EQ(out, "200000\n") << "alice's first task on its machine runs as the first uid of the range";
+  } else {
+    EXPECT_EQ(out, absl::StrCat(geteuid(), "\n")) << "an agent that is not root runs tasks as itself";
+  }
+  // Asking for root, or another machine account, is a capability.
+  const std::string as_root = "name: r\nuser: bob\npriority: batch\ncommand: [\"id\"]\nresources: {cpu: 10m, "
+                              "memory: 8Mi}\nisolation: {user: root}\n";
+  ExpectRefused(cell_.HerdAs("bob", {"submit", cell_.WriteSpec("r.yaml", as_root)}), "run-as-root");
+  std::string as_nobody = as_root;
+  as_nobody.replace(as_nobody.find("root"), 4, "nobody");
+  ExpectRefused(cell_.HerdAs("bob", {"submit", cell_.WriteSpec("n.yaml", as_nobody)}), "run-as");
+  RunResult admin = cell_.HerdAs("root", {"submit", cell_.WriteSpec("r.yaml", as_root)});
+  EXPECT_EQ(admin.exit_code, 0) << admin.Describe();
 }
 
 TEST_F(SecurityTest, AnAdminIssuesUserCredentialsAndOnlyAnAdmin) {

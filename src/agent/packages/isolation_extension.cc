@@ -50,6 +50,8 @@ absl::Status IsolationExtension::Prepare(const RunView& run, AttemptSetup* setup
     setup->shim_args.insert(setup->shim_args.end(), {shim::kOptRoot, TaskRootOf(run.dir), shim::kOptBind,
                                                      run.dir.Sandbox(), "sandbox", shim::kOptCwd, cwd});
   }
+  uint32_t uid = 0, gid = 0;
+  std::string account;
   if (!iso.user().empty()) {
     struct passwd pw;
     struct passwd* found = nullptr;
@@ -59,22 +61,34 @@ absl::Status IsolationExtension::Prepare(const RunView& run, AttemptSetup* setup
       return absl::FailedPreconditionError(absl::StrCat("user ", iso.user(), " does not exist on this machine",
                                                         rc != 0 ? absl::StrCat(" (", strerror(rc), ")") : ""));
     }
-    setup->shim_args.insert(setup->shim_args.end(), {shim::kOptUid, absl::StrCat(pw.pw_uid), shim::kOptGid,
-                                                     absl::StrCat(pw.pw_gid)});
-    // The task may write its sandbox (and its working directory in it).
-    std::vector<std::string> dirs = {run.dir.Sandbox()};
-    const std::string& workdir = run.spec.workdir();
-    if (!workdir.empty() && workdir[0] != '/') {
-      std::string path = run.dir.Sandbox();
-      for (absl::string_view part : absl::StrSplit(workdir, '/', absl::SkipEmpty())) {
-        absl::StrAppend(&path, "/", part);
-        dirs.push_back(path);
-      }
+    uid = pw.pw_uid;
+    gid = pw.pw_gid;
+    account = iso.user();
+  } else if (users_ != nullptr && geteuid() == 0) {
+    if (run.spec.user().empty()) return absl::InvalidArgumentError("the run names no user to run it as");
+    absl::StatusOr<TaskAccount> a = users_->For(run.spec.user());
+    if (!a.ok()) return a.status();
+    uid = a->uid;
+    gid = a->gid;
+    account = absl::StrCat("uid ", uid, " (user ", run.spec.user(), ")");
+  } else {
+    return absl::OkStatus();  // the agent's own account (not root: nothing else is possible)
+  }
+  setup->shim_args.insert(setup->shim_args.end(),
+                          {shim::kOptUid, absl::StrCat(uid), shim::kOptGid, absl::StrCat(gid)});
+  // The task may write its sandbox (and its working directory in it).
+  std::vector<std::string> dirs = {run.dir.Sandbox()};
+  const std::string& workdir = run.spec.workdir();
+  if (!workdir.empty() && workdir[0] != '/') {
+    std::string path = run.dir.Sandbox();
+    for (absl::string_view part : absl::StrSplit(workdir, '/', absl::SkipEmpty())) {
+      absl::StrAppend(&path, "/", part);
+      dirs.push_back(path);
     }
-    for (const std::string& d : dirs) {
-      if (lchown(d.c_str(), pw.pw_uid, pw.pw_gid) != 0 && errno != ENOENT) {
-        return ErrnoToStatus(errno, absl::StrCat("chown ", d, " to ", iso.user()));
-      }
+  }
+  for (const std::string& d : dirs) {
+    if (lchown(d.c_str(), uid, gid) != 0 && errno != ENOENT) {
+      return ErrnoToStatus(errno, absl::StrCat("chown ", d, " to ", account));
     }
   }
   return absl::OkStatus();

@@ -9,6 +9,7 @@
 //                       sandbox (and workdir) is chowned to it
 #pragma once
 
+#include "agent/packages/task_users.h"
 #include "agent/supervisor/extension.h"
 
 namespace herd::agent {
@@ -16,10 +17,18 @@ namespace herd::agent {
 // The host name a task with its own uts namespace gets.
 std::string TaskHostname(const v1::TaskRun& spec);
 
+// Runs every task as an unprivileged account: the machine account its
+// spec names (the master allowed it), else its owner's uid from `users`
+// (when the agent runs as root; without users or root, tasks run as the
+// agent does).
 class IsolationExtension : public Extension {
  public:
+  explicit IsolationExtension(std::shared_ptr<TaskUsers> users = nullptr) : users_(std::move(users)) {}
   absl::string_view name() const override { return "isolation"; }
   absl::Status Prepare(const RunView& run, AttemptSetup* setup) override;
+
+ private:
+  std::shared_ptr<TaskUsers> users_;
 };
 
 }  // namespace herd::agent

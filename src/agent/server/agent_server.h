@@ -47,6 +47,13 @@ struct AgentOptions {
   // Crash loop: this many quick failures in a row.
   int32_t crash_loop_failures = 5;
 
+  // Tasks that name no machine account run as a uid of their owner's from
+  // [task_uid_min, task_uid_min + task_uid_count) (agent/packages/
+  // task_users.h); count 0: as the agent itself (never with root agents in
+  // a shared cell).
+  uint32_t task_uid_min = 200000;
+  uint32_t task_uid_count = 100000;
+
   // Named ports are allocated from [port_min, port_max].
   int32_t port_min = 20000;
   int32_t port_max = 20999;

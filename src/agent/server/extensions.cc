@@ -25,7 +25,16 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     p.cache.clock = clock;
     HERD_ASSIGN_OR_RETURN(std::shared_ptr<PackagesExtension> packages, PackagesExtension::Create(std::move(p)));
     out.push_back(std::move(packages));
-    out.push_back(std::make_shared<IsolationExtension>());
+    std::shared_ptr<TaskUsers> users;
+    if (options.task_uid_count > 0) {
+      TaskUsers::Options u;
+      u.state_file = options.root_dir + "/task-uids";
+      u.first_uid = options.task_uid_min;
+      u.count = options.task_uid_count;
+      HERD_ASSIGN_OR_RETURN(std::unique_ptr<TaskUsers> opened, TaskUsers::Open(u));
+      users = std::move(opened);
+    }
+    out.push_back(std::make_shared<IsolationExtension>(std::move(users)));
   }
   {
     // Containers. Keep after packages (a root built from packages must exist

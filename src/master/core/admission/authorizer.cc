@@ -52,6 +52,8 @@ absl::string_view ActionName(Action a) {
       return "read-secrets";
     case Action::kManageUsers:
       return "manage-users";
+    case Action::kRunTaskAs:
+      return "run-task-as";
     case Action::kCount:
       break;
   }
@@ -156,6 +158,8 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
       return absl::OkStatus();
     case Action::kSetQuota:
       return need(Capability::kQuotaAdmin);
+    case Action::kRunTaskAs:
+      return on.account == "root" || on.account == "0" ? need(Capability::kRunAsRoot) : need(Capability::kRunAs);
     case Action::kWatch:
     case Action::kExportCheckpoint:
       return need(Capability::kReadAll);

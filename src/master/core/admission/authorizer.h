@@ -92,6 +92,7 @@ enum class Action {
   kReadLogs,         // a grant to read a task's logs
   kReadSecrets,      // see a job's env values (asked by reads, which hide them otherwise)
   kManageUsers,      // issue or revoke credentials, grant capabilities
+  kRunTaskAs,        // Submit of a job whose tasks name a machine account (isolation.user; account: which)
   kCount,
 };
 // "submit-job", "kill-job", ...: how messages and the audit log name it.
@@ -102,6 +103,7 @@ struct Resource {
   std::string job;      // "user/name"
   std::string owner;    // the user who owns the job, or whose quota
   std::string machine;  // a machine's name
+  std::string account;  // a machine account tasks would run as (kRunTaskAs)
   std::string ToString() const;  // "job alice/web", "quota of alice", "machine m1", "the cell"
 };
 
@@ -134,7 +136,9 @@ class AllowAll final : public Authorizer {
 //   quota-admin to set quotas, exec-any to exec into others' tasks,
 //   read-all for others' secrets and logs, the cell's stream and
 //   checkpoints, admin for the rest (changing others' jobs, users,
-//   placements).
+//   placements). Tasks run as an unprivileged account the agent maps the
+//   job's owner to; naming a machine account (isolation.user) needs
+//   run-as, and root needs run-as-root.
 class CellPolicy final : public Authorizer {
  public:
   absl::Status Authorize(const Principal& who, Action action, const Resource& on) const override;

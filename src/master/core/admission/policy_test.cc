@@ -52,6 +52,13 @@ TEST_F(CellPolicyTest, CapabilitiesGrantExactlyWhatTheyName) {
   EXPECT_TRUE(Allowed(with(Capability::kReadAll), Action::kReadSecrets, Job("alice")));
   EXPECT_TRUE(Allowed(with(Capability::kReadAll), Action::kExportCheckpoint, Resource{}));
   EXPECT_FALSE(Allowed(with(Capability::kReadAll), Action::kExecTask, Job("alice")));
+  // A machine account for one's tasks: run-as; root: run-as-root only.
+  Resource nobody{"carol/j", "carol", "", "nobody"}, root{"carol/j", "carol", "", "root"};
+  EXPECT_FALSE(Allowed(Principal::User("carol"), Action::kRunTaskAs, nobody));
+  EXPECT_TRUE(Allowed(with(Capability::kRunAs), Action::kRunTaskAs, nobody));
+  EXPECT_FALSE(Allowed(with(Capability::kRunAs), Action::kRunTaskAs, root));
+  EXPECT_TRUE(Allowed(with(Capability::kRunAsRoot), Action::kRunTaskAs, root));
+  EXPECT_FALSE(Allowed(with(Capability::kRunAs), Action::kRunTaskAs, Resource{"carol/j", "carol", "", "0"}));
   // Admin is everything a user can be given.
   Principal admin = Principal::Admin("root");
   for (int a = 0; a < static_cast<int>(Action::kCount); ++a) {

@@ -226,6 +226,11 @@ TEST_F(AuthorizationTest, EveryRpcOfTheServiceIsCoveredHere) {
   logs.set_job("alice/web");
   logs.set_action(v1::READ_LOGS);
   (void)core_->access().GrantAccess(Principal::User("bob"), logs);
+  v1::SubmitRequest as_root;
+  v1::JobSpec* spec = as_root.add_jobs();
+  *spec = JobBuilder("rooty", "bob").Tasks(1).Cpu(100).Build();
+  spec->mutable_task()->mutable_isolation()->set_user("root");
+  (void)core_->jobs().Submit(Principal::User("bob"), as_root);
   for (const Asked& a : auth_->Take()) used.insert(a.action);
   EXPECT_EQ(used.size(), static_cast<size_t>(Action::kCount));
 }

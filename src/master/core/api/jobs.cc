@@ -41,6 +41,12 @@ absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v
     if (spec.user().empty()) spec.set_user(who.user());
     HERD_RETURN_IF_ERROR(
         ctx_.Authorize(who, Action::kSubmitJob, Resource{JobId(spec.user(), spec.name()), spec.user(), ""}));
+    // By default tasks run as the unprivileged account the agent maps their
+    // owner to; choosing a machine account (root above all) is a capability.
+    if (const std::string& account = spec.task().isolation().user(); !account.empty()) {
+      HERD_RETURN_IF_ERROR(ctx_.Authorize(
+          who, Action::kRunTaskAs, Resource{JobId(spec.user(), spec.name()), spec.user(), "", account}));
+    }
     if (absl::Status st = spec::Validate(spec); !st.ok()) {
       problems.push_back(absl::StrCat("job ", spec.user(), "/", spec.name(), ": ", st.message()));
     }
