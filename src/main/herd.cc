@@ -115,6 +115,9 @@ void AddAgent(CLI::App& app, int& rc) {
   auto retention = std::make_shared<std::string>();
   cmd->add_option("--task-log-retention", *retention, "Keep a task's logs this long after it ended (default 24h)");
   cmd->add_option("--package-dir", o->package_dir, "Package cache directory (default ROOT/packages)");
+  cmd->add_option("--package-file-dirs", o->package_file_dirs,
+                  "Directories local package files (file:// URLs, absolute paths) may come from (default: none)")
+      ->delimiter(',');
   auto uids = std::make_shared<std::string>();
   cmd->add_option("--task-uids", *uids,
                   "Uids tasks run as, one per job owner, LO-HI (default 200000-299999); \"agent\": as the agent "

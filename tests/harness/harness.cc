@@ -563,6 +563,7 @@ absl::Status Cell::StartAgent(const std::string& name, const std::string& rack, 
   std::vector<std::string> argv = {slot.binary.empty() ? HerdBinary() : slot.binary, "agent", "--master",
                                    master_address_,
                                    "--credentials", MachineCredential(name),
+                                   "--package-file-dirs", dir_.path(),
                                    "--listen",   "127.0.0.1:0", "--name",    name,
                                    "--root",     root,          "--capacity", options_.capacity,
                                    "--attr",     "rack=" + rack};

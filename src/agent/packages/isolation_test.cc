@@ -25,6 +25,7 @@ class IsolationTest : public SupervisorFixture {
     SupervisorFixture::SetUp();
     PackagesExtension::Options o;
     o.cache.dir = root_ + "/packages";
+    o.cache.local_dirs = {root_};
     auto packages = PackagesExtension::Create(o);
     ASSERT_TRUE(packages.ok()) << packages.status();
     Supervisor::Options opts;

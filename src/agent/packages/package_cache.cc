@@ -1,5 +1,9 @@
 #include "agent/packages/package_cache.h"
 
+#include <stdlib.h>
+
+#include <limits.h>
+
 #include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,6 +15,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_split.h"
 #include "agent/packages/fetch.h"
 #include "agent/runtime/process.h"
@@ -123,8 +130,43 @@ std::optional<std::string> PackageCache::Lookup(const std::string& sha256) {
   return PathOf(sha256) + "/root";
 }
 
+absl::Status PackageCache::CheckLocal(const v1::Package& package) const {
+  absl::string_view url = package.url();
+  if (!absl::ConsumePrefix(&url, "file://") && !absl::StartsWith(url, "/")) return absl::OkStatus();
+  // The real path, with every symlink and ".." resolved, must lie in an
+  // allowed directory. Errors say nothing of what is there (or not) unless
+  // it is allowed: a spec must not probe the machine's files.
+  char real[PATH_MAX];
+  std::string path(url);
+  bool resolved = realpath(path.c_str(), real) != nullptr;
+  if (!resolved && errno == ENOENT) {
+    // A missing file in an allowed directory is the spec's mistake to be
+    // told of (the fetch then says "No such file").
+    const size_t slash = path.rfind('/');
+    char parent[PATH_MAX];
+    if (slash != std::string::npos && slash + 1 < path.size() &&
+        realpath(path.substr(0, std::max<size_t>(slash, 1)).c_str(), parent) != nullptr) {
+      const std::string joined = absl::StrCat(parent, "/", path.substr(slash + 1));
+      resolved = joined.size() < sizeof(real);
+      if (resolved) snprintf(real, sizeof(real), "%s", joined.c_str());
+    }
+  }
+  for (const std::string& dir : options_.local_dirs) {
+    char root[PATH_MAX];
+    if (realpath(dir.c_str(), root) == nullptr) continue;
+    const std::string prefix = absl::StrCat(root, std::string_view(root) == "/" ? "" : "/");
+    if (resolved && absl::StartsWith(real, prefix)) return absl::OkStatus();
+  }
+  // FAILED_PRECONDITION: this machine's setting; retrying cannot help.
+  return absl::FailedPreconditionError(absl::StrCat(
+      "package ", package.name(), ": local package files are allowed on this machine only from ",
+      options_.local_dirs.empty() ? std::string("no directory") : absl::StrJoin(options_.local_dirs, ", "),
+      " (agent --package-file-dirs); use an http:// URL"));
+}
+
 absl::Status PackageCache::Install(const v1::Package& package, const std::atomic<bool>* stop) {
   HERD_RETURN_IF_ERROR(Validate(package));
+  HERD_RETURN_IF_ERROR(CheckLocal(package));
   const std::string sha = absl::AsciiStrToLower(package.sha256());
   absl::MutexLock install(&install_mu_);
   {
@@ -148,8 +190,10 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
   }
   if (got->sha256 != sha) {
     cleanup();
-    return absl::FailedPreconditionError(absl::StrCat("package ", package.name(), ": sha256 mismatch: want ", sha,
-                                                      " got ", got->sha256, " (from ", package.url(), ")"));
+    // Not the digest it has: that would tell anyone the hash of any file
+    // the agent can read.
+    return absl::FailedPreconditionError(absl::StrCat("package ", package.name(), ": the content at ", package.url(),
+                                                      " does not have sha256 ", sha));
   }
   if (absl::Status st = Untar(tmp + "/archive", tmp + "/root"); !st.ok()) {
     cleanup();

@@ -39,6 +39,10 @@ class PackageCache {
   struct Options {
     std::string dir;
     int64_t budget_bytes = 10ll << 30;
+    // Where local packages (file:// URLs and absolute paths) may come from:
+    // the agent reads them with its own rights, so only from directories
+    // an operator chose (agent --package-file-dirs). Empty: none.
+    std::vector<std::string> local_dirs;
     Clock* clock = RealClock::Get();
   };
 
@@ -49,6 +53,8 @@ class PackageCache {
   // "package NAME: ..." errors use this. Also checks the digest looks like
   // one (64 hex digits).
   static absl::Status Validate(const v1::Package& package);
+  // FAILED_PRECONDITION for a local package outside Options.local_dirs.
+  absl::Status CheckLocal(const v1::Package& package) const;
 
   // The unpacked package's directory if cached; marks it used now.
   std::optional<std::string> Lookup(const std::string& sha256);

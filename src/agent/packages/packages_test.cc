@@ -30,6 +30,7 @@ class PackagesTest : public SupervisorFixture {
     PackagesExtension::Options o;
     o.cache.dir = root_ + "/packages";
     o.cache.budget_bytes = budget;
+    o.cache.local_dirs = {archives_};
     absl::StatusOr<std::shared_ptr<PackagesExtension>> ext = PackagesExtension::Create(o);
     EXPECT_TRUE(ext.ok()) << ext.status();
     return *ext;
@@ -46,6 +47,7 @@ class PackagesTest : public SupervisorFixture {
     o.dir = root_ + "/packages";
     o.budget_bytes = budget;
     o.clock = clock;
+    o.local_dirs = {archives_};
     absl::StatusOr<std::unique_ptr<PackageCache>> c = PackageCache::Open(o);
     EXPECT_TRUE(c.ok()) << c.status();
     return c.ok() ? *std::move(c) : nullptr;
@@ -129,10 +131,35 @@ TEST_F(PackagesTest, DigestMismatchEndsTheRunForGood) {
   sup_->SetDesired({r});
   std::optional<v1::RunStatus> s = WaitFor(*sup_, r.run_id(), IsTerminal);
   ASSERT_TRUE(s);
-  EXPECT_TRUE(absl::StrContains(s->message(), absl::StrCat("package web: sha256 mismatch: want ", std::string(64, 'a'),
-                                                           " got ", real)))
+  EXPECT_TRUE(absl::StrContains(s->message(), absl::StrCat("package web: the content at ", pkg.url(),
+                                                           " does not have sha256 ", std::string(64, 'a'))))
       << s->message();
+  EXPECT_FALSE(absl::StrContains(s->message(), real)) << "the message gives away the file's digest";
   EXPECT_EQ(s->restarts(), 0);
+}
+
+TEST_F(PackagesTest, LocalFilesOnlyFromAllowedDirectories) {
+  StartWith(Extension());
+  // Outside the allowed directory: a file, a symlink out of it, and ".."
+  // out of it. The refusal names neither content nor digest.
+  const std::string secret = root_ + "/secret.txt";
+  std::ofstream(secret) << "the agent can read this, a task must not\n";
+  std::filesystem::create_symlink(secret, archives_ + "/link.tar");
+  const std::vector<std::string> urls = {secret, "file://" + secret, archives_ + "/link.tar",
+                                         archives_ + "/../secret.txt", "/etc/shadow"};
+  std::vector<v1::TaskRun> runs;
+  for (size_t i = 0; i < urls.size(); ++i) {
+    runs.push_back(MakeRun(absl::StrCat("pkg.local", i), {"sleep", "1000"}, v1::RestartPolicy::ALWAYS));
+    *runs.back().add_packages() = MakePackage("steal", std::string(64, 'a'), urls[i]);
+  }
+  sup_->SetDesired(runs);
+  for (size_t i = 0; i < urls.size(); ++i) {
+    std::optional<v1::RunStatus> s = WaitFor(*sup_, runs[i].run_id(), IsTerminal);
+    ASSERT_TRUE(s) << urls[i];
+    EXPECT_TRUE(absl::StrContains(s->message(), "local package files are allowed on this machine only from"))
+        << urls[i] << ": " << s->message();
+    EXPECT_FALSE(absl::StrContains(s->message(), Sha256Hex(Slurp(secret)))) << s->message();
+  }
 }
 
 TEST_F(PackagesTest, UnreadableArchiveEndsTheRunForGood) {

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/resources.h"
@@ -62,6 +63,9 @@ struct AgentOptions {
   // under package_cache_bytes by evicting the least recently used.
   std::string package_dir;
   int64_t package_cache_bytes = 10ll << 30;
+  // Directories local packages (file:// and absolute paths) may come from;
+  // none by default.
+  std::vector<std::string> package_file_dirs;
 };
 
 // The machine's resources: cores, memory, the root's free disk, a port range.

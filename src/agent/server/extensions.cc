@@ -22,6 +22,7 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     PackagesExtension::Options p;
     p.cache.dir = options.package_dir.empty() ? options.root_dir + "/packages" : options.package_dir;
     p.cache.budget_bytes = options.package_cache_bytes;
+    p.cache.local_dirs = options.package_file_dirs;
     p.cache.clock = clock;
     HERD_ASSIGN_OR_RETURN(std::shared_ptr<PackagesExtension> packages, PackagesExtension::Create(std::move(p)));
     out.push_back(std::move(packages));
