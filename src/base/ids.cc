@@ -8,25 +8,47 @@
 #include "absl/strings/str_split.h"
 
 namespace herd {
+
+std::string Quote(absl::string_view text, size_t max) {
+  std::string out;
+  size_t used = 0;
+  for (unsigned char c : text) {
+    if (used >= max) {
+      absl::StrAppend(&out, "...(", text.size(), " bytes)");
+      break;
+    }
+    if (c >= 0x20 && c < 0x7f) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+    ++used;
+  }
+  return out;
+}
+
 namespace {
 
 absl::Status ValidateSimpleName(absl::string_view name, absl::string_view what) {
   if (name.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " name must not be empty"));
   if (name.size() > 63) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " name '", name, "' is longer than 63 characters"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " name '", Quote(name), "' is longer than 63 characters"));
   }
   if (!absl::ascii_islower(name[0])) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, " name '", name, "' must start with a lowercase letter"));
+        absl::StrCat(what, " name '", Quote(name), "' must start with a lowercase letter"));
   }
   for (char c : name) {
     if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '_' || c == '.')) {
-      return absl::InvalidArgumentError(absl::StrCat(what, " name '", name, "' has the character '",
-                                                     std::string(1, c), "'; use a-z, 0-9, '-', '_' and '.'"));
+      return absl::InvalidArgumentError(absl::StrCat(what, " name '", Quote(name), "' has the character '",
+                                                     Quote(std::string(1, c)), "'; use a-z, 0-9, '-', '_' and '.'"));
     }
   }
   if (name.back() == '-' || name.back() == '.') {
-    return absl::InvalidArgumentError(absl::StrCat(what, " name '", name, "' must not end in '-' or '.'"));
+    return absl::InvalidArgumentError(absl::StrCat(what, " name '", Quote(name), "' must not end in '-' or '.'"));
   }
   return absl::OkStatus();
 }
@@ -42,8 +64,8 @@ absl::Status ValidateMachineName(absl::string_view name) {
   }
   for (char c : name) {
     if (!(absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.' || c == ':')) {
-      return absl::InvalidArgumentError(absl::StrCat("machine name '", name, "' has the character '",
-                                                     std::string(1, c), "'"));
+      return absl::InvalidArgumentError(absl::StrCat("machine name '", Quote(name), "' has the character '",
+                                                     Quote(std::string(1, c)), "'"));
     }
   }
   return absl::OkStatus();
@@ -54,7 +76,7 @@ absl::Status ValidateAttributeKey(absl::string_view key) {
   for (char c : key) {
     if (!(absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.' || c == '/')) {
       return absl::InvalidArgumentError(
-          absl::StrCat("attribute name '", key, "' has the character '", std::string(1, c), "'"));
+          absl::StrCat("attribute name '", Quote(key), "' has the character '", Quote(std::string(1, c)), "'"));
     }
   }
   return absl::OkStatus();
@@ -65,7 +87,7 @@ absl::Status ValidateResourceName(absl::string_view name) {
   for (char c : name) {
     if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '_' || c == '.' || c == '/')) {
       return absl::InvalidArgumentError(
-          absl::StrCat("resource name '", name, "' has the character '", std::string(1, c), "'"));
+          absl::StrCat("resource name '", Quote(name), "' has the character '", Quote(std::string(1, c)), "'"));
     }
   }
   return absl::OkStatus();

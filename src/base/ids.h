@@ -10,6 +10,13 @@
 
 namespace herd {
 
+// Untrusted text as it may appear in a message: printable ASCII kept, other
+// bytes (a broken UTF-8 sequence, a control character) as \xNN, and at
+// most `max` characters of it, then "...(N bytes)". Messages echo what a
+// user sent; they must neither carry a 10 KB name whole nor break a
+// terminal.
+std::string Quote(absl::string_view text, size_t max = 64);
+
 // Job and user names: 1-63 characters of [a-z0-9_.-], starting with a
 // letter (so "name/3" is never ambiguous), not ending in '.' or '-'.
 absl::Status ValidateJobName(absl::string_view name);

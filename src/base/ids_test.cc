@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "base/priority.h"
 
 namespace herd {
@@ -51,6 +52,24 @@ TEST(Priority, Bands) {
   EXPECT_FALSE(MayPreempt(100, 100));
   EXPECT_TRUE(IsProd(120));
   EXPECT_FALSE(IsProd(119));
+}
+
+}  // namespace
+}  // namespace herd
+
+namespace herd {
+namespace {
+
+TEST(Ids, UntrustedNamesAreQuotedShortAndPrintable) {
+  EXPECT_EQ(Quote("web"), "web");
+  EXPECT_EQ(Quote("caf\xc3\xa9"), "caf\\xc3\\xa9");  // no broken byte reaches a terminal
+  EXPECT_EQ(Quote("a\nb\x1b[2J"), "a\\x0ab\\x1b[2J");
+  const std::string huge(10'000, 'x');
+  EXPECT_EQ(Quote(huge), std::string(64, 'x') + "...(10000 bytes)");
+  absl::Status st = ValidateJobName(huge);
+  EXPECT_LT(st.message().size(), 200u) << st.message();
+  st = ValidateJobName("w\xc3\xa9" "b");
+  EXPECT_TRUE(absl::StrContains(st.message(), "'w\\xc3\\xa9b'")) << st.message();
 }
 
 }  // namespace

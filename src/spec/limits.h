@@ -22,6 +22,16 @@ inline constexpr int64_t kMaxRestarts = 10'000;
 inline constexpr int64_t kMaxConstraintWeight = 1000;
 inline constexpr int64_t kMaxNameLength = 63;      // port names
 inline constexpr int64_t kMaxLabelValueLength = 1024;
+// What a task's command line and environment may hold (Linux's own limit
+// for one string is 128 KiB, for all of them together a few MiB): a spec
+// past these is a mistake or an attack on the master's memory.
+inline constexpr int64_t kMaxArgs = 4096;                 // command + args
+inline constexpr int64_t kMaxArgBytes = 32 << 10;         // one argument
+inline constexpr int64_t kMaxEnvVars = 1024;
+inline constexpr int64_t kMaxEnvNameBytes = 256;
+inline constexpr int64_t kMaxEnvValueBytes = 32 << 10;    // one value
+inline constexpr int64_t kMaxCommandBytes = 256 << 10;    // argv and env together
+inline constexpr int64_t kMaxSpecFileBytes = 4 << 20;     // a spec file as read
 
 // Defaults applied by the parser when a field is absent.
 inline constexpr int64_t kDefaultGraceMs = 10'000;

@@ -1,5 +1,7 @@
 #include "spec/spec.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -15,7 +17,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/ids.h"
+#include "base/status.h"
 #include "spec/jsonnet/evaluate.h"
+#include "spec/limits.h"
 #include "spec/source_map.h"
 #include "spec/validate.h"
 #include "spec/yaml/job_reader.h"
@@ -189,15 +193,50 @@ Format FormatForPath(absl::string_view path) {
   return Format::kYaml;
 }
 
+namespace {
+
+// A spec past kMaxSpecFileBytes is refused before any parser sees it.
+absl::Status CheckSize(size_t bytes, absl::string_view source) {
+  if (static_cast<int64_t>(bytes) <= kMaxSpecFileBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ": ", bytes, " bytes; a spec file may hold at most ", kMaxSpecFileBytes));
+}
+
+// JSON is read by the YAML reader (JSON is YAML), which would also take
+// trailing commas, comments and single quotes: a .json file must be JSON.
+absl::Status CheckStrictJson(absl::string_view text, absl::string_view source) {
+  try {
+    (void)nlohmann::json::parse(text.begin(), text.end());
+    return absl::OkStatus();
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is 1-based: the line and column of the offending character.
+    size_t at = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    size_t line = 1 + std::count(text.begin(), text.begin() + at, '\n');
+    size_t line_start = text.rfind('\n', at == 0 ? 0 : at - 1);
+    size_t col = at - (line_start == absl::string_view::npos || at == 0 ? 0 : line_start + 1) + 1;
+    return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ":", col,
+                                                   ": not valid JSON (a trailing comma, a comment or single "
+                                                   "quotes?)"));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON"));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<v1::JobSpec>> ParseText(absl::string_view text, absl::string_view source_name,
                                                    Format format, const ParseOptions& opts) {
+  HERD_RETURN_IF_ERROR(CheckSize(text.size(), source_name));
   if (format == Format::kAuto) format = FormatForPath(source_name);
+
   if (format == Format::kJsonnet) {
     absl::StatusOr<std::string> json = jsonnet::EvaluateSnippet(text, source_name);
     if (!json.ok()) return json.status();
     return ReadDocuments(*json, source_name, Format::kJson, /*has_lines=*/false, opts);
   }
-  return ReadDocuments(text, source_name, format, /*has_lines=*/true, opts);
+  auto specs = ReadDocuments(text, source_name, format, /*has_lines=*/true, opts);
+  if (specs.ok() && format == Format::kJson) HERD_RETURN_IF_ERROR(CheckStrictJson(text, source_name));
+  return specs;
 }
 
 absl::StatusOr<std::vector<v1::JobSpec>> ParseFile(const std::string& path, const ParseOptions& opts,
@@ -206,13 +245,17 @@ absl::StatusOr<std::vector<v1::JobSpec>> ParseFile(const std::string& path, cons
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
   std::stringstream buf;
   buf << in.rdbuf();
+  HERD_RETURN_IF_ERROR(CheckSize(buf.str().size(), path));
   if (format == Format::kAuto) format = FormatForPath(path);
+
   if (format == Format::kJsonnet) {
     absl::StatusOr<std::string> json = jsonnet::EvaluateFile(path);
     if (!json.ok()) return json.status();
     return ReadDocuments(*json, path, Format::kJson, /*has_lines=*/false, opts);
   }
-  return ReadDocuments(buf.str(), path, format, /*has_lines=*/true, opts);
+  auto specs = ReadDocuments(buf.str(), path, format, /*has_lines=*/true, opts);
+  if (specs.ok() && format == Format::kJson) HERD_RETURN_IF_ERROR(CheckStrictJson(buf.str(), path));
+  return specs;
 }
 
 }  // namespace herd::spec

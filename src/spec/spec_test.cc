@@ -1,4 +1,5 @@
 #include "spec/spec.h"
+#include "spec/limits.h"
 
 #include <fstream>
 #include <string>
@@ -474,6 +475,25 @@ TEST(SpecTest, JsonForms) {
   v1::JobSpec one = One(kA, "a.json");
   EXPECT_EQ(one.name(), "a");
   EXPECT_EQ(one.source(), "a.json");
+}
+
+TEST(SpecTest, JsonIsStrictAndInputsAreBounded) {
+  const std::string ok = "{\"name\": \"a\", \"user\": \"u\", \"command\": [\"x\"], \"resources\": {\"cpu\": 1, "
+                         "\"memory\": \"1Gi\"}}";
+  EXPECT_TRUE(ParseText(ok, "a.json", Format::kAuto).ok());
+  std::string trailing = ok;
+  trailing.insert(trailing.size() - 2, ",");
+  EXPECT_THAT(Errors(trailing, "a.json"), ElementsAre("a.json:1:86: not valid JSON (a trailing comma, a comment or single quotes?)"));
+  // A 100 MB env value, a huge argv, a huge file: refused, and the message
+  // stays short.
+  std::string big_env = absl::StrCat("name: a\nuser: u\ncommand: [x]\nresources: {cpu: 1, memory: 1Gi}\nenv: {X: \"",
+                                     std::string(100'000, 'v'), "\"}\n");
+  std::vector<std::string> errs = Errors(big_env);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_THAT(errs[0], HasSubstr("env.X: is 100000 bytes long; at most 32768"));
+  EXPECT_LT(errs[0].size(), 200u);
+  std::string file(kMaxSpecFileBytes + 1, '#');
+  EXPECT_THAT(Errors(file), ElementsAre(HasSubstr("a spec file may hold at most")));
 }
 
 TEST(SpecTest, JsonErrorsHaveLines) {

@@ -37,23 +37,56 @@ std::string Index(absl::string_view a, int i) { return absl::StrCat(a, "[", i, "
 
 void CheckStrings(const google::protobuf::RepeatedPtrField<std::string>& list, absl::string_view path,
                   const v1::JobSpec& spec, Issues* out) {
+  if (list.size() > kMaxArgs) {
+    out->Add(std::string(path), absl::StrCat("has ", list.size(), " items; at most ", kMaxArgs));
+    return;
+  }
   for (int i = 0; i < list.size(); ++i) {
+    if (static_cast<int64_t>(list[i].size()) > kMaxArgBytes) {
+      out->Add(Index(path, i), absl::StrCat("is ", list[i].size(), " bytes long; at most ", kMaxArgBytes));
+      continue;
+    }
     out->AddStatus(Index(path, i), cell::CheckVariables(list[i], spec));
+  }
+}
+
+// argv and env together, as the kernel will see them.
+void CheckCommandSize(const v1::TaskTemplate& t, Issues* out) {
+  int64_t total = 0;
+  for (const std::string& a : t.command()) total += a.size() + 1;
+  for (const std::string& a : t.args()) total += a.size() + 1;
+  for (const auto& [k, v] : t.env()) total += k.size() + v.size() + 2;
+  if (total > kMaxCommandBytes) {
+    out->Add("command", absl::StrCat("command, args and env come to ", total, " bytes; at most ", kMaxCommandBytes));
   }
 }
 
 void CheckEnv(const google::protobuf::Map<std::string, std::string>& env, absl::string_view path,
               const v1::JobSpec& spec, Issues* out) {
   // Sorted, so messages come out in a stable order.
+  if (static_cast<int64_t>(env.size()) > kMaxEnvVars) {
+    out->Add(std::string(path), absl::StrCat("has ", env.size(), " variables; at most ", kMaxEnvVars));
+    return;
+  }
   std::set<std::string> keys;
   for (const auto& [k, v] : env) keys.insert(k);
   for (const std::string& k : keys) {
+    if (static_cast<int64_t>(k.size()) > kMaxEnvNameBytes) {
+      out->Add(std::string(path), absl::StrCat("variable '", Quote(k), "' has a name longer than ", kMaxEnvNameBytes, " bytes"));
+      continue;
+    }
     std::string p = Join(path, k);
     if (!IsValidEnvName(k)) {
-      out->Add(p, absl::StrCat("'", k, "' is not a valid environment variable name (use letters, digits and '_', "
-                                       "not starting with a digit)"));
+      out->Add(p, absl::StrCat("'", Quote(k), "' is not a valid environment variable name (use letters, digits and "
+                                              "'_', not starting with a digit)"));
+      continue;
     }
-    out->AddStatus(p, cell::CheckVariables(env.at(k), spec));
+    const std::string& v = env.at(k);
+    if (static_cast<int64_t>(v.size()) > kMaxEnvValueBytes) {
+      out->Add(p, absl::StrCat("is ", v.size(), " bytes long; at most ", kMaxEnvValueBytes));
+      continue;
+    }
+    out->AddStatus(p, cell::CheckVariables(v, spec));
   }
 }
 
@@ -394,6 +427,7 @@ std::vector<Issue> ValidateIssues(const v1::JobSpec& spec) {
   CheckStrings(t.command(), "command", spec, &out);
   CheckStrings(t.args(), "args", spec, &out);
   CheckEnv(t.env(), "env", spec, &out);
+  CheckCommandSize(t, &out);
   if (absl::StartsWith(t.workdir(), "/")) {
     out.Add("workdir", absl::StrCat("'", t.workdir(), "' must be relative to the task's sandbox"));
   } else {
