@@ -46,6 +46,8 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--credentials", o->credentials,
                   "The master's credential, role master (default DATA/credentials.pem)");
   cmd->add_option("--ca", o->ca_dir, "The cell CA's directory, to issue user credentials (herd user add)");
+  cmd->add_option("--user-rate", o->user_rate, "Requests a second each user may send (bursts of twice that); 0: no limit")
+      ->capture_default_str();
   cmd->add_option("--cell", o->core.cell_name, "Cell name")->capture_default_str();
   cmd->add_option("--poll-interval", *poll, "How often each agent is polled")->capture_default_str();
   cmd->add_option("--down-after", o->core.link.down_after_misses, "Missed polls before a machine is down")

@@ -132,6 +132,11 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& add
   int port = 0;
   b.AddListeningPort(address, grpc::SslServerCredentials(tls), &port);
   b.SetMaxReceiveMessageSize(kMaxRequestBytes);
+  // A bounded number of requests in progress: past it gRPC answers
+  // RESOURCE_EXHAUSTED at once instead of queueing without end.
+  grpc::ResourceQuota quota("herd-server");
+  quota.SetMaxThreads(kMaxServerThreads);
+  b.SetResourceQuota(quota);
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* s : services) b.RegisterService(s);
   std::unique_ptr<grpc::Server> server = b.BuildAndStart();

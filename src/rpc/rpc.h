@@ -31,6 +31,8 @@ inline constexpr char kActingAsKey[] = "herd-acting-as";
 // accepts (a checkpoint export streams in records well under this).
 inline constexpr int kMaxRequestBytes = 16 << 20;
 inline constexpr int kMaxResponseBytes = 256 << 20;
+// Requests a server handles at once (streams included).
+inline constexpr int kMaxServerThreads = 512;
 
 // Sends gRPC's own log lines (failed handshakes and the like) to Herd's log
 // at info level: a server's log keeps them, the CLI (which logs warnings

@@ -319,3 +319,32 @@ TEST_F(SecurityTest, AnAdminIssuesUserCredentialsAndOnlyAnAdmin) {
 
 }  // namespace
 }  // namespace herd
+
+namespace herd {
+namespace {
+
+// A user in a loop gets RESOURCE_EXHAUSTED with when to retry; others are
+// served as before.
+TEST(SecurityRateTest, AUserPastTheRateIsToldToWaitAndOthersAreServed) {
+  Cell::Options o;
+  o.master_flags = {"--user-rate", "0.5"};  // bursts of one request
+  Cell cell(o);
+  ASSERT_TRUE(cell.StartMaster().ok()) << cell.LogTails();
+  int refused = 0;
+  std::string err;
+  for (int i = 0; i < 5; ++i) {
+    RunResult r = cell.HerdAs("bob", {"jobs"});
+    if (r.exit_code != 0) {
+      ++refused;
+      err = r.err;
+    }
+  }
+  EXPECT_GE(refused, 1);
+  EXPECT_TRUE(absl::StrContains(err, "user bob is sending more than 0.5 requests a second; retry in")) << err;
+  EXPECT_EQ(Lines(err), 1) << err;
+  RunResult carol = cell.HerdAs("carol", {"jobs"});
+  EXPECT_EQ(carol.exit_code, 0) << carol.Describe();
+}
+
+}  // namespace
+}  // namespace herd

@@ -24,9 +24,16 @@ absl::StatusOr<Principal> Caller(const grpc::ServerContext* ctx) {
 
 }  // namespace
 
-// Every handler: the caller's identity, then the core's answer.
+absl::StatusOr<Principal> HerdService::Admit(const grpc::ServerContext* ctx) {
+  absl::StatusOr<Principal> who = Caller(ctx);
+  if (!who.ok() || limiter_ == nullptr) return who;
+  if (absl::Status st = limiter_->Admit(*who); !st.ok()) return st;
+  return who;
+}
+
+// Every handler: the caller's identity and rate, then the core's answer.
 #define HERD_CALL(api, method)                                        \
-  absl::StatusOr<Principal> who = Caller(ctx);                        \
+  absl::StatusOr<Principal> who = Admit(ctx);                         \
   if (!who.ok()) return rpc::ToGrpc(who.status());                    \
   return Reply(core_->api().method(*who, *req), out)
 
@@ -71,7 +78,7 @@ grpc::Status HerdService::Why(grpc::ServerContext* ctx, const v1::WhyRequest* re
   HERD_CALL(jobs, Why);
 }
 grpc::Status HerdService::GetCell(grpc::ServerContext* ctx, const v1::GetCellRequest*, v1::CellInfo* out) {
-  absl::StatusOr<Principal> who = Caller(ctx);
+  absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
   return Reply(core_->machines().GetCell(*who), out);
 }
@@ -86,7 +93,7 @@ grpc::Status HerdService::IssueCredential(grpc::ServerContext* ctx, const v1::Is
 
 grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                 grpc::ServerWriter<v1::WatchResponse>* writer) {
-  absl::StatusOr<Principal> who = Caller(ctx);
+  absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
   return rpc::ToGrpc(core_->stream().Watch(
       *who, req->from_revision(), [&](const v1::WatchResponse& r) { return writer->Write(r); },
@@ -95,7 +102,7 @@ grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest
 
 grpc::Status HerdService::ExportCheckpoint(grpc::ServerContext* ctx, const v1::ExportCheckpointRequest* req,
                                            grpc::ServerWriter<v1::CheckpointRecord>* writer) {
-  absl::StatusOr<Principal> who = Caller(ctx);
+  absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
   return rpc::ToGrpc(core_->stream().ExportCheckpoint(*who, req->up_to_revision(), [&](const v1::CheckpointRecord& r) {
     return !ctx->IsCancelled() && writer->Write(r);

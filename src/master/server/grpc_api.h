@@ -9,13 +9,16 @@
 
 #include "herd/v1/agent.grpc.pb.h"
 #include "herd/v1/api.grpc.pb.h"
+#include "master/core/admission/rate_limiter.h"
 #include "master/core/master_core.h"
 
 namespace herd::master {
 
 class HerdService final : public v1::Herd::Service {
  public:
-  explicit HerdService(MasterCore* core) : core_(core) {}
+  // `limiter` (may be null: no limits) is asked once per request, after
+  // the caller is known and before the core sees it.
+  explicit HerdService(MasterCore* core, RateLimiter* limiter = nullptr) : core_(core), limiter_(limiter) {}
   grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest*, v1::SubmitResponse*) override;
   grpc::Status Kill(grpc::ServerContext*, const v1::KillRequest*, v1::KillResponse*) override;
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*, v1::GetJobResponse*) override;
@@ -38,7 +41,11 @@ class HerdService final : public v1::Herd::Service {
                                v1::IssueCredentialResponse*) override;
 
  private:
+  // The caller, identified and within its rate.
+  absl::StatusOr<Principal> Admit(const grpc::ServerContext* ctx);
+
   MasterCore* const core_;
+  RateLimiter* const limiter_;
 };
 
 // Polls agents over gRPC as the master (credential `self`), one cached

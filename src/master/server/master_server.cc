@@ -78,7 +78,8 @@ int RunMaster(const ServerOptions& o) {
     HERD_LOG_ERROR("store failure, exiting so that recovery can rebuild from disk: {}", st.ToString());
     std::_Exit(3);
   });
-  HerdService service(core->get());
+  RateLimiter limiter(RealClock::Get(), {.per_second = options.user_rate, .burst = 2 * options.user_rate});
+  HerdService service(core->get(), &limiter);
   std::string bound;
   auto server = rpc::StartServer(options.listen, {&service}, *options.core.credential, &bound);
   if (!server.ok()) {

@@ -18,6 +18,9 @@ struct ServerOptions {
   // The cell CA's directory (ca.crt, ca.key), if this master issues user
   // credentials (herd user add). Optional.
   std::string ca_dir;
+  // Requests a second each user may send (a burst of twice that); 0: no
+  // limit.
+  double user_rate = 200;
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.
