@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -104,6 +105,15 @@ TEST_F(SecurityTest, UsersChangeOnlyTheirOwnJobs) {
   EXPECT_EQ(cell_.Herd({"logs", "web/0"}).out, "started\n");
   RunResult kill = cell_.HerdAs("root", {"kill", "alice/web"});
   EXPECT_EQ(kill.exit_code, 0) << kill.Describe();
+  // Each of those decisions is in the audit log, refused or allowed.
+  std::ifstream audit(cell_.dir().Sub("master/audit.log"));
+  std::stringstream text;
+  text << audit.rdbuf();
+  for (const char* want : {R"("action":"kill-job","allowed":false)", R"("on":"job alice/web")",
+                           R"("action":"exec","allowed":false)", R"("action":"set-quota","allowed":false)",
+                           R"("user":"root")"}) {
+    EXPECT_TRUE(absl::StrContains(text.str(), want)) << want << " not in the audit log:\n" << text.str();
+  }
 }
 
 TEST_F(SecurityTest, OthersSeeAJobsStatusButNotItsSecrets) {

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
+#include "master/core/admission/audit.h"
 #include "master/server/grpc_api.h"
 #include "rpc/rpc.h"
 #include "store/sqlite/sqlite_log_store.h"
@@ -40,7 +41,14 @@ absl::Status LoadIdentity(const ServerOptions& o, MasterOptions* core) {
     }
     core->authority = *ca;
   }
-  core->authorizer = std::make_shared<CellPolicy>();
+  // Every decision on a mutation, an exec or a log read is recorded.
+  AuditLog::Options audit;
+  audit.path = (std::filesystem::path(o.data_dir) / "audit.log").string();
+  std::error_code ec;
+  std::filesystem::create_directories(o.data_dir, ec);
+  absl::StatusOr<std::unique_ptr<AuditLog>> log = AuditLog::Open(audit, RealClock::Get());
+  if (!log.ok()) return log.status();
+  core->authorizer = std::make_shared<AuditingAuthorizer>(std::make_shared<CellPolicy>(), std::move(*log));
   return absl::OkStatus();
 }
 

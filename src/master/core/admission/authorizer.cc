@@ -102,6 +102,7 @@ bool IsMutating(Action a) {
     case Action::kSetQuota:
     case Action::kExecTask:
     case Action::kManageUsers:
+    case Action::kRunTaskAs:
       return true;
     default:
       return false;
