@@ -217,7 +217,7 @@ absl::Status CheckStrictJson(absl::string_view text, absl::string_view source) {
     return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ":", col,
                                                    ": not valid JSON (a trailing comma, a comment or single "
                                                    "quotes?)"));
-  } catch (const std::exception& e) {
+  } catch (const std::exception&) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON"));
   }
 }

@@ -1,6 +1,8 @@
 #include "spec/spec.h"
+#include "spec/jsonnet/evaluate.h"
 #include "spec/limits.h"
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -20,7 +22,9 @@ namespace herd::spec {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kTestdata = HERD_SPEC_TESTDATA;
 const std::string kExamples = HERD_SPEC_EXAMPLES;
@@ -506,6 +510,47 @@ TEST(SpecTest, JsonErrorsHaveLines) {
 }
 
 // --- Jsonnet -------------------------------------------------------------------------------
+
+TEST(SpecTest, JsonnetImportsOnlyBesideTheSpecAndWithinLimits) {
+  char tmpl[] = "/tmp/herd-jsonnet-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::filesystem::create_directories(dir + "/specs/lib");
+  std::ofstream(dir + "/secret.txt") << "TOP-SECRET-LINE\n";
+  std::ofstream(dir + "/specs/lib/common.libsonnet") << "{ cpu: '100m' }\n";
+  // Allowed: beside the spec and below it.
+  std::ofstream(dir + "/specs/ok.jsonnet")
+      << "local c = import 'lib/common.libsonnet';\n"
+         "{ name: 'a', user: 'u', command: ['x'], resources: { cpu: c.cpu, memory: '1Gi' } }\n";
+  auto ok = ParseFile(dir + "/specs/ok.jsonnet");
+  EXPECT_TRUE(ok.ok()) << ok.status();
+  // Refused by name, content never read: outside by absolute path, by "..",
+  // and through a symlink.
+  std::filesystem::create_symlink(dir + "/secret.txt", dir + "/specs/link.txt");
+  for (const std::string& target : {dir + "/secret.txt", std::string("../secret.txt"), std::string("link.txt"),
+                                    std::string("/etc/shadow")}) {
+    std::ofstream(dir + "/specs/steal.jsonnet") << "{ name: importstr '" << target << "' }\n";
+    auto st = ParseFile(dir + "/specs/steal.jsonnet").status();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << target;
+    EXPECT_THAT(std::string(st.message()), HasSubstr("imports are allowed only beside the spec")) << target;
+    EXPECT_THAT(std::string(st.message()), Not(HasSubstr("TOP-SECRET"))) << st;
+  }
+  // A fold that would run for minutes stops at the CPU limit.
+  jsonnet::Limits tight;
+  tight.cpu_seconds = 1;
+  tight.wall_ms = 20'000;
+  auto slow = jsonnet::EvaluateSnippet("std.foldl(function(a, b) a + b, std.range(1, 50000000), 0)", "slow.jsonnet",
+                                       tight);
+  ASSERT_FALSE(slow.ok());
+  EXPECT_THAT(std::string(slow.status().message()), HasSubstr("more than 1 s of CPU")) << slow.status();
+  // One that would take gigabytes stops at the memory limit.
+  jsonnet::Limits small;
+  small.memory_bytes = 256ll << 20;
+  auto fat = jsonnet::EvaluateSnippet("std.length(std.makeArray(100000000, function(i) [i]))", "fat.jsonnet", small);
+  ASSERT_FALSE(fat.ok());
+  EXPECT_THAT(std::string(fat.status().message()), AnyOf(HasSubstr("memory"), HasSubstr("of CPU"))) << fat.status();
+  std::filesystem::remove_all(dir);
+}
 
 TEST(SpecTest, JsonnetWithFunctionAndImport) {
   auto specs = ParseFile(kTestdata + "/jobs.jsonnet");
