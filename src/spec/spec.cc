@@ -167,9 +167,67 @@ std::string SyntaxHint(absl::string_view text, const YAML::Mark& mark) {
   return "";
 }
 
+// A job spec is a few levels deep; the YAML reader recurses once per level
+// and gives up past its own limit with only "bad file". Flow collections
+// ([ and {, outside quotes) and indentation past these are refused first,
+// saying where.
+constexpr int kMaxNesting = 64;
+constexpr size_t kMaxIndent = 256;
+
+absl::Status CheckNesting(absl::string_view text, absl::string_view source, bool has_lines) {
+  int depth = 0, line = 1, col = 0;
+  char quote = 0;
+  bool line_start = true;
+  size_t indent = 0;
+  auto fail = [&](absl::string_view what) {
+    std::string where(source);
+    if (has_lines) absl::StrAppend(&where, ":", line, ":", col);
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    ++col;
+    if (c == '\n') {
+      ++line;
+      col = 0;
+      line_start = true;
+      indent = 0;
+      if (quote == '#') quote = 0;
+      continue;
+    }
+    if (line_start) {
+      if (c == ' ') {
+        if (++indent > kMaxIndent) return fail(absl::StrCat("indented more than ", kMaxIndent, " columns"));
+        continue;
+      }
+      line_start = false;
+    }
+    if (quote != 0) {
+      if (quote == '"' && c == '\\') {
+        ++i;
+        ++col;
+      } else if (c == quote && quote != '#') {
+        quote = 0;
+      }
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '#') {
+      quote = '#';  // a comment, to the end of the line
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxNesting) return fail(absl::StrCat("nested more than ", kMaxNesting, " levels deep"));
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Parses YAML or JSON text (or Jsonnet's JSON output, `has_lines` false).
 absl::StatusOr<std::vector<v1::JobSpec>> ReadDocuments(absl::string_view text, absl::string_view source,
                                                        Format format, bool has_lines, const ParseOptions& opts) {
+  HERD_RETURN_IF_ERROR(CheckNesting(text, source, has_lines));
   // yaml-cpp throws; nothing escapes this function.
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));

@@ -500,6 +500,18 @@ TEST(SpecTest, JsonIsStrictAndInputsAreBounded) {
   EXPECT_THAT(Errors(file), ElementsAre(HasSubstr("a spec file may hold at most")));
 }
 
+TEST(SpecTest, DeepNestingIsRefusedSayingWhere) {
+  std::string deep = absl::StrCat("name: ", std::string(100'000, '['), std::string(100'000, ']'), "\n");
+  EXPECT_THAT(Errors(deep), ElementsAre("job.yaml:1:71: nested more than 64 levels deep"));
+  // Brackets in strings and comments do not count.
+  std::string quoted = absl::StrCat("name: a\nuser: u\ncommand: [\"", std::string(100, '['), "\"]  # ",
+                                    std::string(100, '{'), "\nresources: {cpu: 1, memory: 1Gi}\n");
+  EXPECT_TRUE(Yaml(quoted).ok()) << Yaml(quoted).status();
+  std::string indented;
+  for (int i = 0; i < 300; ++i) absl::StrAppend(&indented, std::string(i, ' '), "k", i, ":\n");
+  EXPECT_THAT(Errors(indented), ElementsAre(HasSubstr("indented more than 256 columns")));
+}
+
 TEST(SpecTest, JsonErrorsHaveLines) {
   EXPECT_THAT(Errors("{\n  \"name\": \"a\",\n  \"user\": \"u\",\n  \"command\": [\"x\"],\n"
                      "  \"resources\": {\"cpu\": 1, \"memory\": \"1Gi\", \"cpus\": 2}\n}\n",
