@@ -287,6 +287,15 @@ absl::Status CellState::CheckQuota(const v1::QuotaSet& m) const {
   return absl::OkStatus();
 }
 
+absl::Status CellState::CheckUser(const v1::UserSet& m) const {
+  HERD_RETURN_IF_ERROR(ValidateUserName(m.user().name()));
+  for (const std::string& c : m.user().capabilities()) {
+    if (c.empty() || c.size() > 32) return absl::InvalidArgumentError(absl::StrCat("bad capability '", Quote(c), "'"));
+  }
+  if (m.user().revoked_before_s() < 0) return absl::InvalidArgumentError("revoked_before_s must not be negative");
+  return absl::OkStatus();
+}
+
 absl::Status CellState::Check(const v1::Mutation& m) const {
   if (m.revision() != 0 && m.revision() != revision_ + 1) {
     return absl::FailedPreconditionError(
@@ -334,6 +343,8 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
       return absl::OkStatus();
     case v1::Mutation::kQuotaSet:
       return CheckQuota(m.quota_set());
+    case v1::Mutation::kUserSet:
+      return CheckUser(m.user_set());
     case v1::Mutation::KIND_NOT_SET:
       break;
   }
@@ -386,6 +397,9 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
       break;
     case v1::Mutation::kQuotaSet:
       ApplyQuota(m);
+      break;
+    case v1::Mutation::kUserSet:
+      ApplyUser(m);
       break;
     case v1::Mutation::KIND_NOT_SET:
       break;
@@ -759,6 +773,15 @@ void CellState::ApplyMachinePackages(const v1::Mutation& m) {
   std::sort(mach->packages_.begin(), mach->packages_.end());
   mach->packages_.erase(std::unique(mach->packages_.begin(), mach->packages_.end()), mach->packages_.end());
   mach->state_revision_ = revision_;
+}
+
+void CellState::ApplyUser(const v1::Mutation& m) {
+  const v1::User& u = m.user_set().user();
+  if (u.capabilities().empty() && u.revoked_before_s() == 0) {
+    users_.erase(u.name());
+  } else {
+    users_[u.name()] = u;
+  }
 }
 
 void CellState::ApplyQuota(const v1::Mutation& m) {

@@ -248,6 +248,12 @@ class CellState {
   // Quota configured for (user, band), or nullptr (unlimited).
   const v1::Quota* FindQuota(absl::string_view user, Band band) const;
   const absl::btree_map<std::pair<std::string, std::string>, v1::Quota>& quotas() const { return quotas_; }
+  // Users with granted capabilities or revoked credentials; null if none.
+  const v1::User* FindUser(const std::string& name) const {
+    auto it = users_.find(name);
+    return it == users_.end() ? nullptr : &it->second;
+  }
+  const absl::btree_map<std::string, v1::User>& users() const { return users_; }
   // Sum of the limits of the user's live (not DEAD) tasks in the band.
   ResourceVector Usage(absl::string_view user, Band band) const;
   // The jobs created by a submit request id (empty if unknown).
@@ -283,6 +289,8 @@ class CellState {
   absl::Status CheckScheduled(const v1::TaskScheduled& m) const;
   absl::Status CheckMachineRegistered(const v1::MachineRegistered& m) const;
   absl::Status CheckQuota(const v1::QuotaSet& m) const;
+  absl::Status CheckUser(const v1::UserSet& m) const;
+  void ApplyUser(const v1::Mutation& m);
 
   void ApplySubmit(const v1::Mutation& m, Effects* fx);
   void ApplyKill(const v1::Mutation& m, Effects* fx);
@@ -321,6 +329,7 @@ class CellState {
   std::vector<Machine*> machine_list_;
   absl::btree_set<Task*, PendingOrder> pending_;
   absl::btree_map<std::pair<std::string, std::string>, v1::Quota> quotas_;  // (user, band)
+  absl::btree_map<std::string, v1::User> users_;
   absl::flat_hash_map<std::pair<std::string, int>, ResourceVector> usage_;  // (user, band)
   absl::flat_hash_map<std::string, std::vector<std::string>> requests_;
   std::deque<std::string> request_order_;  // oldest first, bounded

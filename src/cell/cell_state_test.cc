@@ -318,3 +318,35 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
 
 }  // namespace
 }  // namespace herd::cell
+
+namespace herd::cell {
+namespace {
+
+class UserSetTest : public ::testing::Test {};
+
+TEST_F(UserSetTest, RecordsGrantsAndRevocationsAndSurvivesASnapshot) {
+  CellState s;
+  v1::Mutation m;
+  v1::User* u = m.mutable_user_set()->mutable_user();
+  u->set_name("bob");
+  u->add_capabilities("read-all");
+  u->set_revoked_before_s(1'800'000'000);
+  ASSERT_TRUE(s.Apply(m).ok());
+  ASSERT_NE(s.FindUser("bob"), nullptr);
+  EXPECT_EQ(s.FindUser("bob")->capabilities(0), "read-all");
+  auto back = CellState::FromSnapshot(s.ToSnapshot());
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_NE(back->FindUser("bob"), nullptr);
+  EXPECT_EQ(back->FindUser("bob")->revoked_before_s(), 1'800'000'000);
+  // A record with nothing left in it goes.
+  u->clear_capabilities();
+  u->set_revoked_before_s(0);
+  ASSERT_TRUE(s.Apply(m).ok());
+  EXPECT_EQ(s.FindUser("bob"), nullptr);
+  // Bad names are refused, nothing changed.
+  u->set_name("Bad Name");
+  EXPECT_EQ(s.Apply(m).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace herd::cell

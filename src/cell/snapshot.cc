@@ -24,6 +24,7 @@ v1::CellSnapshot CellState::ToSnapshot() const {
   }
   for (const Machine* m : machine_list_) *s.add_machines() = m->ToProto();
   for (const auto& [key, q] : quotas_) *s.add_quotas() = q;
+  for (const auto& [name, u] : users_) *s.add_users() = u;
   for (const std::string& id : request_order_) {
     v1::SubmitRecord* r = s.add_requests();
     r->set_request_id(id);
@@ -128,6 +129,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     }
   }
   for (const v1::Quota& q : s.quotas()) c.quotas_[std::make_pair(q.user(), q.band())] = q;
+  for (const v1::User& u : s.users()) c.users_[u.name()] = u;
   for (const v1::SubmitRecord& r : s.requests()) {
     c.RecordRequest(r.request_id(), std::vector<std::string>(r.jobs().begin(), r.jobs().end()));
   }

@@ -156,7 +156,7 @@ absl::Status SetRandomSerial(X509* x) {
 }
 
 absl::Status SetValidity(X509* x, int64_t now_s, int64_t valid_s) {
-  constexpr int64_t kSkew = 60;
+  constexpr int64_t kSkew = kClockSkewSeconds;
   if (ASN1_TIME_set(X509_getm_notBefore(x), static_cast<time_t>(now_s - kSkew)) == nullptr ||
       ASN1_TIME_set(X509_getm_notAfter(x), static_cast<time_t>(now_s + valid_s)) == nullptr) {
     return Fail("validity");

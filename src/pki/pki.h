@@ -22,6 +22,9 @@
 
 namespace herd::pki {
 
+// How far back a certificate's validity starts, for clocks that disagree.
+inline constexpr int64_t kClockSkewSeconds = 60;
+
 enum class Role { kUser, kMachine, kMaster, kScheduler };
 absl::string_view RoleName(Role r);  // "user", "machine", ...
 absl::StatusOr<Role> ParseRole(absl::string_view name);
@@ -45,6 +48,8 @@ struct CertInfo {
   std::string serial;  // lower-case hex, no leading zeros
   int64_t not_before_s = 0;
   int64_t not_after_s = 0;  // Unix seconds
+  // When it was issued (not_before_s + kClockSkewSeconds).
+  int64_t issued_s() const { return not_before_s + kClockSkewSeconds; }
   bool is_ca = false;
 };
 
@@ -61,8 +66,8 @@ struct Authority {
 };
 absl::StatusOr<Authority> CreateAuthority(absl::string_view cell_name, int64_t now_s, int64_t valid_s);
 
-// A certificate for `who`, binding `public_pem`, valid from now_s (less a
-// minute of clock skew) for valid_s, with a fresh random serial.
+// A certificate for `who`, binding `public_pem`, valid from now_s (less
+// kClockSkewSeconds) for valid_s, with a fresh random serial.
 absl::StatusOr<std::string> Issue(const Authority& ca, absl::string_view public_pem, const Subject& who,
                                   int64_t now_s, int64_t valid_s);
 

@@ -314,6 +314,34 @@ TEST_F(SecurityTest, TasksRunUnprivilegedAndRootIsACapability) {
   EXPECT_EQ(admin.exit_code, 0) << admin.Describe();
 }
 
+TEST_F(SecurityTest, AdminsGrantCapabilitiesAndRevokeCredentials) {
+  ExpectRefused(cell_.HerdAs("bob", {"logs", "alice/web/0"}), "read-all");
+  ExpectRefused(cell_.HerdAs("bob", {"user", "grant", "bob", "read-all"}), "admin");
+  RunResult grant = cell_.HerdAs("root", {"user", "grant", "bob", "read-all"});
+  ASSERT_EQ(grant.exit_code, 0) << grant.Describe();
+  EXPECT_TRUE(absl::StrContains(grant.out, "user bob: capabilities read-all")) << grant.out;
+  EXPECT_EQ(cell_.HerdAs("bob", {"logs", "alice/web/0"}).out, "started\n");
+  ExpectRefused(cell_.HerdAs("bob", {"kill", "alice/web"}), "admin");  // read-all is not more
+  // Revoked: every credential bob holds stops working at once.
+  RunResult revoke = cell_.HerdAs("root", {"user", "revoke", "bob"});
+  ASSERT_EQ(revoke.exit_code, 0) << revoke.Describe();
+  RunResult after = cell_.HerdAs("bob", {"jobs"});
+  EXPECT_EQ(after.exit_code, 1) << after.Describe();
+  EXPECT_TRUE(absl::StrContains(after.err, "the credential of user bob")) << after.err;
+  EXPECT_TRUE(absl::StrContains(after.err, "was revoked")) << after.err;
+  // A new credential works again (and keeps the grant).
+  const std::string fresh = cell_.dir().Sub("bob2.pem");
+  // Revocation covers the second it was made in: a credential issued in a
+  // later second works.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return cell_.HerdAs("root", {"user", "add", "bob", "--out", fresh}).exit_code == 0 &&
+               cell_.HerdWith(fresh, {"jobs"}).exit_code == 0;
+      },
+      10s));
+  EXPECT_EQ(cell_.HerdWith(fresh, {"logs", "alice/web/0"}).out, "started\n");
+}
+
 TEST_F(SecurityTest, AnAdminIssuesUserCredentialsAndOnlyAnAdmin) {
   const std::string carol = cell_.dir().Sub("carol.pem");
   ExpectRefused(cell_.HerdAs("bob", {"user", "add", "carol", "--admin", "--out", carol}), "admin");

@@ -191,6 +191,39 @@ void AddUserAdd(CLI::App& user, CommandContext& ctx) {
   });
 }
 
+// grant / ungrant / revoke: one UpdateUser each.
+void AddUserUpdate(CLI::App& user, CommandContext& ctx, const std::string& verb) {
+  const bool revoke = verb == "revoke";
+  const char* help = revoke ? "Revoke every credential of user NAME issued until now (needs admin)"
+                     : verb == "grant"
+                         ? "Grant user NAME capabilities: admin, quota-admin, run-as, exec-any, read-all, run-as-root"
+                         : "Take capabilities away from user NAME";
+  auto* cmd = user.add_subcommand(verb, help);
+  auto name = std::make_shared<std::string>();
+  auto caps = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("name", *name, "The user's name")->required();
+  if (!revoke) cmd->add_option("capabilities", *caps, "Capabilities (space or comma separated)")->required()->delimiter(',');
+  cmd->add_flag("--json", ctx.flags.json, "Print the response as JSON");
+  cmd->callback([&ctx, name, caps, verb, revoke] {
+    Client client(ctx.flags);
+    v1::UpdateUserRequest req;
+    req.set_name(*name);
+    for (const std::string& c : *caps) (verb == "grant" ? req.add_grant() : req.add_ungrant())->assign(c);
+    req.set_revoke_credentials(revoke);
+    v1::UpdateUserResponse resp;
+    if (!CallMaster(ctx, client, &v1::Herd::Stub::UpdateUser, req, &resp)) return;
+    std::string caps_text;
+    for (const std::string& c : resp.user().capabilities()) caps_text += (caps_text.empty() ? "" : ", ") + c;
+    if (revoke) {
+      std::printf("revoked every credential of user %s issued until now (revision %lld)\n", name->c_str(),
+                  static_cast<long long>(resp.revision()));
+    } else {
+      std::printf("user %s: capabilities %s (revision %lld)\n", name->c_str(),
+                  caps_text.empty() ? "none" : caps_text.c_str(), static_cast<long long>(resp.revision()));
+    }
+  });
+}
+
 }  // namespace
 
 void AddCredentialCommands(CLI::App& app, CommandContext& ctx) {
@@ -198,9 +231,10 @@ void AddCredentialCommands(CLI::App& app, CommandContext& ctx) {
   ca->require_subcommand(1);
   AddCaInit(*ca, ctx);
   AddCaIssue(*ca, ctx);
-  auto* user = app.add_subcommand("user", "Users of the cell: add");
+  auto* user = app.add_subcommand("user", "Users of the cell: add, grant, ungrant, revoke");
   user->require_subcommand(1);
   AddUserAdd(*user, ctx);
+  for (const char* verb : {"grant", "ungrant", "revoke"}) AddUserUpdate(*user, ctx, verb);
 }
 
 }  // namespace herd::cli

@@ -16,16 +16,21 @@ grpc::Status Reply(absl::StatusOr<T> result, T* out) {
 
 // Who is calling: the certificate the connection's TLS handshake verified,
 // acting on behalf of the user it names if it may.
-absl::StatusOr<Principal> Caller(const grpc::ServerContext* ctx) {
+absl::StatusOr<Principal> Caller(MasterCore& core, const grpc::ServerContext* ctx) {
   absl::StatusOr<pki::CertInfo> cert = rpc::Caller(ctx);
   if (!cert.ok()) return cert.status();
-  return Identify(*cert, rpc::ActingAs(ctx));
+  return Identify(*cert, rpc::ActingAs(ctx), [&](const std::string& name) {
+    return core.committer().Read([&](const cell::CellState& s) -> std::optional<v1::User> {
+      const v1::User* u = s.FindUser(name);
+      return u ? std::optional<v1::User>(*u) : std::nullopt;
+    });
+  });
 }
 
 }  // namespace
 
 absl::StatusOr<Principal> HerdService::Admit(const grpc::ServerContext* ctx) {
-  absl::StatusOr<Principal> who = Caller(ctx);
+  absl::StatusOr<Principal> who = Caller(*core_, ctx);
   if (!who.ok() || limiter_ == nullptr) return who;
   if (absl::Status st = limiter_->Admit(*who); !st.ok()) return st;
   return who;
@@ -89,6 +94,10 @@ grpc::Status HerdService::GrantAccess(grpc::ServerContext* ctx, const v1::GrantA
 grpc::Status HerdService::IssueCredential(grpc::ServerContext* ctx, const v1::IssueCredentialRequest* req,
                                           v1::IssueCredentialResponse* out) {
   HERD_CALL(access, IssueCredential);
+}
+grpc::Status HerdService::UpdateUser(grpc::ServerContext* ctx, const v1::UpdateUserRequest* req,
+                                     v1::UpdateUserResponse* out) {
+  HERD_CALL(access, UpdateUser);
 }
 
 grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,

@@ -39,6 +39,7 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status GrantAccess(grpc::ServerContext*, const v1::GrantAccessRequest*, v1::GrantAccessResponse*) override;
   grpc::Status IssueCredential(grpc::ServerContext*, const v1::IssueCredentialRequest*,
                                v1::IssueCredentialResponse*) override;
+  grpc::Status UpdateUser(grpc::ServerContext*, const v1::UpdateUserRequest*, v1::UpdateUserResponse*) override;
 
  private:
   // The caller, identified and within its rate.

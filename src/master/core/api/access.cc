@@ -4,6 +4,8 @@
 #include "base/ids.h"
 #include "base/status.h"
 
+#include <set>
+
 namespace herd::master {
 
 namespace {
@@ -71,6 +73,37 @@ absl::StatusOr<v1::IssueCredentialResponse> AccessApi::IssueCredential(const Pri
   resp.set_cert_pem(std::move(*cert));
   resp.set_ca_pem(ca->cert_pem);
   return resp;
+}
+
+absl::StatusOr<v1::UpdateUserResponse> AccessApi::UpdateUser(const Principal& who,
+                                                             const v1::UpdateUserRequest& req) {
+  HERD_RETURN_IF_ERROR(ValidateUserName(req.name()));
+  HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kManageUsers, Resource{"", req.name(), ""}));
+  for (const auto* list : {&req.grant(), &req.ungrant()}) {
+    for (const std::string& c : *list) {
+      if (absl::Status st = ParseCapability(c).status(); !st.ok()) return st;
+    }
+  }
+  v1::User user;
+  auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
+    user = v1::User();
+    if (const v1::User* have = s.FindUser(req.name())) user = *have;
+    user.set_name(req.name());
+    std::set<std::string> caps(user.capabilities().begin(), user.capabilities().end());
+    for (const std::string& c : req.grant()) caps.insert(c);
+    for (const std::string& c : req.ungrant()) caps.erase(c);
+    user.clear_capabilities();
+    for (const std::string& c : caps) user.add_capabilities(c);
+    if (req.revoke_credentials()) user.set_revoked_before_s(ctx_.clock->NowMs() / 1000 + 1);
+    v1::Mutation m;
+    *m.mutable_user_set()->mutable_user() = user;
+    return std::vector<v1::Mutation>{m};
+  };
+  HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(who.name, build));
+  v1::UpdateUserResponse r;
+  *r.mutable_user() = user;
+  r.set_revision(rev);
+  return r;
 }
 
 }  // namespace herd::master

@@ -34,6 +34,9 @@ class AccessApi {
   // asked). FAILED_PRECONDITION if this master holds no CA key.
   absl::StatusOr<v1::IssueCredentialResponse> IssueCredential(const Principal& who,
                                                               const v1::IssueCredentialRequest& req);
+  // kManageUsers; grants or takes away capabilities, or revokes every
+  // credential of the user issued until now (UserSet).
+  absl::StatusOr<v1::UpdateUserResponse> UpdateUser(const Principal& who, const v1::UpdateUserRequest& req);
 
  private:
   const ApiContext& ctx_;

@@ -163,6 +163,12 @@ class AuthorizationTest : public ::testing::Test {
       r.set_admin(true);
       return core_->access().IssueCredential(bob, r).status();
     };
+    c["UpdateUser"] = [=, this] {
+      v1::UpdateUserRequest r;
+      r.set_name("carol");
+      r.add_grant("admin");
+      return core_->access().UpdateUser(bob, r).status();
+    };
     c["ExportCheckpoint"] = [=, this] {
       return core_->stream().ExportCheckpoint(bob, 0, [](const v1::CheckpointRecord&) { return true; });
     };
@@ -190,6 +196,7 @@ class AuthorizationTest : public ::testing::Test {
         {"ExportCheckpoint", {Action::kExportCheckpoint, {}}},
         {"GrantAccess", {Action::kExecTask, web}},
         {"IssueCredential", {Action::kManageUsers, {"", "carol", ""}}},
+        {"UpdateUser", {Action::kManageUsers, {"", "carol", ""}}},
     };
   }
 
