@@ -70,7 +70,17 @@ absl::Status Committer::WaitAndCheck(int64_t revision) {
   return absl::OkStatus();
 }
 
+absl::Status Committer::CheckSpace() const {
+  if (!opts_.free_bytes) return absl::OkStatus();
+  const int64_t free = opts_.free_bytes();
+  if (free < 0 || free >= opts_.min_free_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat("the master's disk has ", free >> 20,
+                                                   " MiB free, below its reserve of ", opts_.min_free_bytes >> 20,
+                                                   " MiB: changes are refused until space is freed (reads work)"));
+}
+
 absl::StatusOr<int64_t> Committer::Commit(absl::string_view actor, const BuildFn& build) {
+  HERD_RETURN_IF_ERROR(CheckSpace());
   int64_t last;
   std::vector<v1::Mutation> queued;
   {
@@ -94,6 +104,7 @@ absl::StatusOr<int64_t> Committer::Commit(absl::string_view actor, const BuildFn
 }
 
 std::vector<absl::Status> Committer::CommitEach(absl::string_view actor, std::vector<v1::Mutation> mutations) {
+  if (absl::Status space = CheckSpace(); !space.ok()) return std::vector<absl::Status>(mutations.size(), space);
   std::vector<absl::Status> out(mutations.size());
   int64_t last = 0;
   {

@@ -37,6 +37,13 @@ class Committer {
   struct Options {
     int64_t snapshot_every = 10'000;  // mutations between snapshots (0 = never)
     size_t feed_size = 100'000;       // recent mutations kept in memory for watchers
+    // Free space on the store's disk (bytes), or -1 if unknown; null: not
+    // checked. Below min_free_bytes every change is refused with
+    // RESOURCE_EXHAUSTED before it touches the state, and reads go on (as
+    // etcd's space alarm does): a store that runs out of space mid-write
+    // would otherwise leave memory ahead of disk and stop the master.
+    std::function<int64_t()> free_bytes;
+    int64_t min_free_bytes = 64ll << 20;
   };
   using BuildFn = std::function<absl::StatusOr<std::vector<v1::Mutation>>(const cell::CellState&)>;
   using EffectsFn = std::function<void(const cell::Effects&)>;
@@ -87,6 +94,8 @@ class Committer {
   // Stamps, applies and queues; returns the last revision or the error.
   int64_t ApplyLocked(v1::Mutation& m, absl::string_view actor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WaitAndCheck(int64_t revision);
+  // OK, or RESOURCE_EXHAUSTED while the disk is below its reserve.
+  absl::Status CheckSpace() const;
   void SnapshotLoop();
 
   store::LogStore* const store_;

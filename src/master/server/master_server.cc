@@ -1,6 +1,8 @@
 #include "base/signals.h"
 #include "master/server/master_server.h"
 
+#include <sys/statvfs.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -75,6 +77,12 @@ int RunMaster(const ServerOptions& o) {
   }
   auto t0 = std::chrono::steady_clock::now();
   GrpcAgentLink link(*options.core.credential);
+  // The disk the store is on: changes stop, reads go on, below the reserve.
+  options.core.committer.free_bytes = [dir = options.data_dir]() -> int64_t {
+    struct statvfs vfs;
+    if (statvfs(dir.c_str(), &vfs) != 0) return -1;
+    return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+  };
   auto core = MasterCore::Create(store->get(), &link, RealClock::Get(), options.core);
   if (!core.ok()) {
     HERD_LOG_ERROR("recovery failed: {}", core.status().ToString());

@@ -5,6 +5,7 @@
 // added without a handler call here (and an authorization check) fails.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
 #include <set>
 #include <map>
@@ -283,6 +284,43 @@ TEST(DefaultAuthorizer, AllowsEverything) {
   EXPECT_TRUE(allow.Authorize(Principal::User("x"), Action::kExportCheckpoint, Resource{}).ok());
   EXPECT_EQ(Denied(Principal::Machine("m9"), Action::kRegisterMachine, Resource{"", "", "m1"}, "machine:m1").message(),
             "machine m9 may not register-machine on machine m1: it needs the permission 'machine:m1'");
+}
+
+}  // namespace
+}  // namespace herd::master
+
+namespace herd::master {
+namespace {
+
+// A disk below its reserve: every change is refused saying so, nothing is
+// applied, and reads go on; when space comes back, so do changes.
+TEST(DiskReserve, ChangesStopAndReadsGoOnWhileTheDiskIsFull) {
+  store::MemoryLogStore store;
+  FakeAgentLink link;
+  std::atomic<int64_t> free_bytes{1ll << 30};
+  MasterOptions o;
+  o.run_scheduler = false;
+  o.run_link = false;
+  o.committer.free_bytes = [&] { return free_bytes.load(); };
+  auto core = MasterCore::Create(&store, &link, RealClock::Get(), o);
+  ASSERT_TRUE(core.ok()) << core.status();
+  v1::SubmitRequest sub;
+  *sub.add_jobs() = JobBuilder("web").Tasks(1).Cpu(100).Build();
+  ASSERT_TRUE((*core)->jobs().Submit(Principal::User("alice"), sub).ok());
+  const int64_t before = (*core)->committer().revision();
+  free_bytes = 10ll << 20;
+  v1::SubmitRequest more;
+  *more.add_jobs() = JobBuilder("db").Tasks(1).Cpu(100).Build();
+  absl::Status st = (*core)->jobs().Submit(Principal::User("alice"), more).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "10 MiB free, below its reserve of 64 MiB")) << st;
+  EXPECT_EQ((*core)->committer().revision(), before);
+  v1::ListJobsRequest list;
+  auto jobs = (*core)->jobs().ListJobs(Principal::User("alice"), list);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  EXPECT_EQ(jobs->jobs_size(), 1);
+  free_bytes = 1ll << 30;
+  EXPECT_TRUE((*core)->jobs().Submit(Principal::User("alice"), more).ok());
 }
 
 }  // namespace
