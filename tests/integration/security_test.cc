@@ -386,3 +386,66 @@ TEST(SecurityRateTest, AUserPastTheRateIsToldToWaitAndOthersAreServed) {
 
 }  // namespace
 }  // namespace herd
+
+namespace herd {
+namespace {
+
+// The input attacks, through the real CLI and straight over gRPC.
+TEST_F(SecurityTest, InputsAreBoundedAndErrorsCarryNoOneElsesData) {
+  // A package naming a host file: refused by the agent, no digest shown.
+  const std::string pkg = "name: pkg\nuser: alice\npriority: batch\ncommand: [\"true\"]\nresources: {cpu: 10m, "
+                          "memory: 8Mi}\npackages:\n  - {name: s, sha256: " + std::string(64, 'a') +
+                          ", url: /etc/shadow}\n";
+  ASSERT_EQ(cell_.Herd({"submit", cell_.WriteSpec("pkg.yaml", pkg)}).exit_code, 0);
+  std::string status;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        status = cell_.Herd({"status", "pkg"}).out;
+        return absl::StrContains(status, "local package files are allowed");
+      },
+      30s))
+      << status;
+  // Jsonnet reading a host file: refused by name, its text never shown.
+  RunResult jn = cell_.Herd({"submit", cell_.WriteSpec("steal.jsonnet", "{ name: importstr '/etc/shadow' }\n")});
+  EXPECT_EQ(jn.exit_code, 2) << jn.Describe();
+  EXPECT_TRUE(absl::StrContains(jn.err, "imports are allowed only beside the spec")) << jn.err;
+  EXPECT_FALSE(absl::StrContains(jn.err, "root:")) << jn.err;
+  // Strict JSON, and a 10 KB name that is not echoed whole.
+  RunResult comma = cell_.Herd({"submit", cell_.WriteSpec("c.json", "{\"name\": \"c\", \"user\": \"alice\", "
+                                                                     "\"command\": [\"x\"], \"resources\": "
+                                                                     "{\"cpu\": \"10m\", \"memory\": \"8Mi\"},}")});
+  EXPECT_EQ(comma.exit_code, 2) << comma.Describe();
+  EXPECT_TRUE(absl::StrContains(comma.err, "not valid JSON")) << comma.err;
+  RunResult longname = cell_.Herd({"status", std::string(10'000, 'n')});
+  EXPECT_EQ(longname.exit_code, 1) << longname.Describe();
+  EXPECT_LT(longname.err.size(), 400u) << longname.err.size();
+  // Straight to the API: a 1 MB env value is refused by validation, a 100 MB
+  // request by the server's size limit; the master stays up for others.
+  auto stub = v1::Herd::NewStub(rpc::Channel(cell_.master_address(), Load(cell_.UserCredential("bob")),
+                                             rpc::MasterIdentity()));
+  for (size_t size : {size_t{1} << 20, size_t{100} << 20}) {
+    v1::SubmitRequest req;
+    v1::JobSpec* s = req.add_jobs();
+    s->set_name("big");
+    s->set_user("bob");
+    s->set_priority(100);
+    s->set_task_count(1);
+    s->mutable_task()->add_command("true");
+    s->mutable_task()->mutable_resources()->set_cpu_millis(10);
+    s->mutable_task()->mutable_resources()->set_memory_bytes(8 << 20);
+    (*s->mutable_task()->mutable_env())["X"] = std::string(size, 'v');
+    v1::SubmitResponse resp;
+    auto ctx = rpc::Context("", 30'000);
+    grpc::Status st = stub->Submit(ctx.get(), req, &resp);
+    EXPECT_FALSE(st.ok()) << size;
+    EXPECT_TRUE(st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+                st.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED)
+        << size << ": " << st.error_code() << " " << st.error_message().substr(0, 200);
+    EXPECT_LT(st.error_message().size(), 2000u);
+  }
+  EXPECT_EQ(cell_.Herd({"cell"}).exit_code, 0);
+  EXPECT_EQ(WebState(), v1::Task::RUNNING);
+}
+
+}  // namespace
+}  // namespace herd
