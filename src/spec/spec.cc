@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "absl/container/flat_hash_map.h"
@@ -224,13 +225,66 @@ absl::Status CheckNesting(absl::string_view text, absl::string_view source, bool
   return absl::OkStatus();
 }
 
+// yaml-cpp 0.7's LoadAll never returns on some invalid streams (a ',' where
+// a document should start: ",", "a: b\n---\n,"), allocating until the
+// machine runs out of memory (found by fuzz/spec_yaml; fixed upstream in
+// yaml-cpp PR #1319, not in Debian 12's). This pass reads the events only
+// and throws where a document would begin without the parser having moved,
+// so LoadAll runs only on streams it finishes.
+class StuckDocumentGuard final : public YAML::EventHandler {
+ public:
+  static void Check(const std::string& text) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    StuckDocumentGuard guard;
+    int64_t last = -1;
+    while (parser.HandleNextDocument(guard)) {
+      if (guard.start_.pos == last) {
+        std::string what = guard.start_.pos >= 0 && guard.start_.pos < static_cast<int>(text.size())
+                               ? absl::StrCat("unexpected '", text.substr(guard.start_.pos, 1), "'")
+                               : "unexpected text";
+        throw YAML::ParserException(guard.start_, what + " where a document should start");
+      }
+      last = guard.start_.pos;
+    }
+  }
+
+  void OnDocumentStart(const YAML::Mark& mark) override { first_ = true; start_ = mark; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { First(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { First(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
+    First(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    First(mark);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    First(mark);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  // A document's position: where its first node is (its start mark may not
+  // move for documents without "---").
+  void First(const YAML::Mark& mark) {
+    if (first_) start_ = mark;
+    first_ = false;
+  }
+  bool first_ = true;
+  YAML::Mark start_ = YAML::Mark::null_mark();
+};
+
 // Parses YAML or JSON text (or Jsonnet's JSON output, `has_lines` false).
 absl::StatusOr<std::vector<v1::JobSpec>> ReadDocuments(absl::string_view text, absl::string_view source,
                                                        Format format, bool has_lines, const ParseOptions& opts) {
   HERD_RETURN_IF_ERROR(CheckNesting(text, source, has_lines));
   // yaml-cpp throws; nothing escapes this function.
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    std::string owned(text);
+    StuckDocumentGuard::Check(owned);
+    std::vector<YAML::Node> docs = YAML::LoadAll(owned);
     return FileReader(std::string(source), has_lines, opts).Read(docs);
   } catch (const YAML::Exception& e) {
     std::string where(source);
