@@ -10,6 +10,7 @@ PACKAGES=(
   libabsl-dev libyaml-cpp-dev libjsonnet-dev libspdlog-dev libfmt-dev libcli11-dev
   libsqlite3-dev sqlite3 zlib1g-dev libssl-dev openssl tar nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev
 )
 
 missing=()

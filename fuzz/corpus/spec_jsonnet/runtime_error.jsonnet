@@ -1,0 +1,2 @@
+local lib = import 'lib/jobs.libsonnet';
+[lib.shard('a')]

@@ -1,0 +1,4 @@
+local lib = import 'lib/jobs.libsonnet';
+{
+  jobs: [lib.shard('a', 1)
+}
