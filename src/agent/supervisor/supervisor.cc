@@ -448,6 +448,7 @@ void Supervisor::Loop() {
 }
 
 int Supervisor::NextTimeoutMsLocked() {
+  if (starts_left_) return 0;
   const int64_t now = options_.clock->MonotonicMs();
   int64_t next = now + kMaxSleepMs;
   if (options_.gc_interval_ms > 0) next = std::min(next, next_gc_mono_ms_);
@@ -493,6 +494,9 @@ void Supervisor::ReconcileLocked() {
   std::vector<std::string> ids;
   ids.reserve(runs_.size());
   for (const auto& [id, run] : runs_) ids.push_back(id);
+  const int max_starts = std::max(1, options_.max_starts_per_pass);
+  int starts = 0;
+  starts_left_ = false;
   for (const std::string& id : ids) {
     auto it = runs_.find(id);
     if (it == runs_.end()) continue;
@@ -500,6 +504,11 @@ void Supervisor::ReconcileLocked() {
     if (run.state.desired) {
       if ((run.state.phase == v1::Task::STARTING && run.spawn_pending && now >= run.prepare_retry_mono_ms) ||
           (run.state.phase == v1::Task::BACKOFF && now >= run.backoff_until_mono_ms)) {
+        if (starts == max_starts) {
+          starts_left_ = true;  // the next pass, after the lock was let go
+          continue;
+        }
+        ++starts;
         StartAttemptLocked(run);
       }
     } else if (!run.shim_pidfd.valid()) {

@@ -63,6 +63,11 @@ class Supervisor {
     std::vector<std::shared_ptr<Extension>> extensions;
     // How often extensions' Tick runs.
     int64_t tick_ms = 1'000;
+    // Attempts started per pass of the loop. A start takes milliseconds
+    // under the state lock; between passes the lock is free, so a backlog of
+    // thousands of starts never keeps a poll reply (Observe) or a stop
+    // waiting for more than one pass.
+    int max_starts_per_pass = 8;
   };
 
   // Recovers every run found under root_dir (adopting live shims after an
@@ -167,6 +172,7 @@ class Supervisor {
   absl::flat_hash_map<int, std::string> watch_to_run_ ABSL_GUARDED_BY(mu_);
   int64_t next_gc_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t next_tick_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  bool starts_left_ ABSL_GUARDED_BY(mu_) = false;  // the last pass hit max_starts_per_pass
 
   // Extensions' requests, queued without mu_ (they may come from inside a
   // hook) and carried out by the loop.

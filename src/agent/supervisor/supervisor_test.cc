@@ -526,5 +526,44 @@ TEST_F(SupervisorTest, RetentionDeletesOldRunDirectories) {
   EXPECT_FALSE(sup_->LogPath("short", false).ok());
 }
 
+// Issue #11: an agent with a backlog of starts kept its lock for the whole
+// backlog, so poll replies (Observe) missed their deadlines and a stop
+// waited for every start. Starts now go a few per pass of the loop: while
+// the backlog is worked off, observations see it progress, and a stop
+// drops the starts not yet made.
+TEST_F(SupervisorTest, ABacklogOfStartsStaysObservableAndStoppable) {
+  Supervisor::Options opts;
+  opts.max_starts_per_pass = 2;
+  sup_ = New(opts);
+  constexpr int kRuns = 300;
+  std::vector<v1::TaskRun> runs;
+  for (int i = 0; i < kRuns; ++i) runs.push_back(MakeRun(absl::StrCat("alice.b.", i, ".1"), {"sleep", "1000"}));
+  sup_->SetDesired(runs);
+  // Observations interleave with the starts: some started, some not yet.
+  // (Before, every start was made in one pass and the runs went from all
+  // waiting to all active at once.)
+  bool seen_midway = false;
+  bool all_active = false;
+  uint64_t version = 0;
+  while (!seen_midway && !all_active) {
+    int active = 0, waiting = 0;
+    for (const v1::RunStatus& r : sup_->Observe(&version)) {
+      active += r.phase() == v1::Task::ACTIVE;
+      waiting += r.phase() == v1::Task::STARTING && r.pid() == 0;
+    }
+    seen_midway = active > 0 && waiting > 0;
+    all_active = active == kRuns;
+    if (!seen_midway && !all_active) version = sup_->WaitForChange(version, 60'000);
+  }
+  ASSERT_TRUE(seen_midway);
+  // Stopping now: what was started is stopped, the rest never starts.
+  sup_->SetDesired({});
+  EXPECT_TRUE(Eventually([&] { return sup_->Observe().empty(); }));
+  int started = 0;
+  for (const auto& r : runs) started += std::filesystem::exists(RunDirOf(r.run_id()) + "/stdout");
+  EXPECT_GT(started, 0);
+  EXPECT_LT(started, kRuns);
+}
+
 }  // namespace
 }  // namespace herd::agent
