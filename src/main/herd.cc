@@ -52,6 +52,11 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--poll-interval", *poll, "How often each agent is polled")->capture_default_str();
   cmd->add_option("--down-after", o->core.link.down_after_misses, "Missed polls before a machine is down")
       ->capture_default_str();
+  auto poll_timeout = std::make_shared<std::string>("10s");
+  cmd->add_option("--poll-timeout", *poll_timeout,
+                  "How long a poll may take before it counts as missed (apart from the interval: a busy agent is "
+                  "not a dead one)")
+      ->capture_default_str();
   cmd->add_option("--scheduler", *sched_mode,
                   "internal: run the scheduler in the master; external: leave placement to 'herd scheduler' "
                   "processes (Propose)")
@@ -60,7 +65,7 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--snapshot-every", o->core.committer.snapshot_every, "Mutations between snapshots")
       ->capture_default_str();
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
-  cmd->callback([&rc, o, poll, sched_flags, sched_mode] {
+  cmd->callback([&rc, o, poll, poll_timeout, sched_flags, sched_mode] {
     auto interval = ParseDurationMs(*poll);
     if (!interval.ok() || *interval < 10) {
       rc = Usage(absl::StrCat("--poll-interval: ", interval.ok() ? "must be at least 10ms" : interval.status().message()));
@@ -80,7 +85,12 @@ void AddMaster(CLI::App& app, int& rc) {
       return;
     }
     o->core.link.poll_interval_ms = *interval;
-    o->core.link.poll_timeout_ms = std::max<int64_t>(500, std::min<int64_t>(*interval, 5000));
+    auto timeout = ParseDurationMs(*poll_timeout);
+    if (!timeout.ok() || *timeout < 100) {
+      rc = Usage(absl::StrCat("--poll-timeout: ", timeout.ok() ? "must be at least 100ms" : timeout.status().message()));
+      return;
+    }
+    o->core.link.poll_timeout_ms = *timeout;
     o->core.version = HERD_VERSION;
     rc = master::RunMaster(*o);
   });

@@ -132,8 +132,24 @@ void LinkShard::Worker() {
 }
 
 bool LinkShard::MayMarkDown(int64_t now) {
-  int64_t window = opts_.poll_interval_ms * opts_.down_after_misses;
-  while (!downs_.empty() && downs_.front() < now - window) downs_.pop_front();
+  size_t up = 0, failing = 0;
+  for (const auto& [name, e] : entries_) {
+    if (!e.up) continue;
+    ++up;
+    failing += e.health.misses > 0;
+  }
+  if (up > 0 && static_cast<double>(failing) > opts_.hold_above_fraction * static_cast<double>(up)) {
+    if (!holding_) {
+      HERD_LOG_WARN("{} of {} machines fail their polls: more than {:.0f}% of the cell, so none is marked down "
+                    "until most answer again",
+                    failing, up, 100 * opts_.hold_above_fraction);
+    }
+    holding_ = true;
+    return false;
+  }
+  holding_ = false;
+  const int64_t window = std::max(opts_.poll_interval_ms * opts_.down_after_misses, opts_.min_down_window_ms);
+  while (!downs_.empty() && downs_.front() <= now - window) downs_.pop_front();
   size_t budget = std::max<size_t>(1, static_cast<size_t>(std::floor(opts_.max_down_fraction * entries_.size())));
   if (downs_.size() >= budget) return false;
   downs_.push_back(now);
@@ -173,11 +189,14 @@ void LinkShard::PollOne(const std::string& name) {
     int misses;
     {
       absl::MutexLock l(&mu_);
-      Health& h = entries_[name].health;
+      Entry& e = entries_[name];
+      e.up = plan.up;
+      Health& h = e.health;
       ++h.polls;
       misses = ++h.misses;
       h.last_error = Summarize(resp.status(), opts_.poll_timeout_ms);
       mark_down = plan.up && misses >= opts_.down_after_misses && MayMarkDown(clock_->MonotonicMs());
+      if (mark_down) e.up = false;
     }
     if (misses == 1) HERD_LOG_WARN("poll of {} at {} failed: {}", name, plan.address, resp.status().ToString());
     std::string why = Summarize(resp.status(), opts_.poll_timeout_ms);
@@ -193,7 +212,9 @@ void LinkShard::PollOne(const std::string& name) {
   }
   {
     absl::MutexLock l(&mu_);
-    Health& h = entries_[name].health;
+    Entry& e = entries_[name];
+    e.up = true;
+    Health& h = e.health;
     ++h.polls;
     h.misses = 0;
     h.last_ok_ms = clock_->MonotonicMs();

@@ -31,11 +31,23 @@ class LinkShard {
   struct Options {
     int64_t poll_interval_ms = 2000;
     int down_after_misses = 3;
-    int64_t poll_timeout_ms = 2000;
+    // How long a poll may take: apart from the interval, so an agent busy
+    // starting many tasks is not taken for a dead one (a machine is marked
+    // down by missed contact: refused connections, or no answer this long).
+    int64_t poll_timeout_ms = 10'000;
     int threads = 4;
     // At most this fraction of the cell's machines (at least one) is marked
-    // down per down window (poll_interval * down_after_misses).
+    // down per down window: poll_interval * down_after_misses, and never
+    // less than min_down_window_ms (so a 3-machine cell loses at most one
+    // machine a minute, not all three in 12 s).
     double max_down_fraction = 0.1;
+    int64_t min_down_window_ms = 60'000;
+    // While more than this share of the machines that are up fail their
+    // polls, none is marked down: the master cannot reach most of the cell,
+    // which is a partition or the master's own trouble, and moving the work
+    // has nowhere to go (Kubernetes stops evictions in a fully disrupted zone
+    // for the same reason).
+    double hold_above_fraction = 0.5;
     std::string master_name = "master";
   };
 
@@ -64,11 +76,13 @@ class LinkShard {
     int64_t due_ms = 0;
     bool in_flight = false;
     bool kicked = false;
+    bool up = true;  // as of its last poll
     Health health;
   };
   void Worker();
   void PollOne(const std::string& name);
   void Schedule(const std::string& name, Entry& e, int64_t due) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether one more machine may be marked down now (and counts it if so).
   bool MayMarkDown(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Committer* const committer_;
@@ -80,6 +94,7 @@ class LinkShard {
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<int64_t, std::string>> due_ ABSL_GUARDED_BY(mu_);
   std::deque<int64_t> downs_ ABSL_GUARDED_BY(mu_);  // times machines were marked down
+  bool holding_ ABSL_GUARDED_BY(mu_) = false;       // logged that marking down is held
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
 };

@@ -1,0 +1,95 @@
+// The link's rules for declaring machines down (issue #11), on virtual time:
+// the master polls every machine by hand (PollAllMachines) and the test
+// moves the clock.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "master/core/master_core.h"
+#include "testing/builders.h"
+#include "testing/fake_agent_link.h"
+
+namespace herd::master {
+namespace {
+
+using namespace herd::testing;  // NOLINT
+
+class DownRulesTest : public ::testing::Test {
+ protected:
+  void Start(int machines, LinkShard::Options link) {
+    MasterOptions o;
+    link.poll_interval_ms = 1000;
+    link.down_after_misses = 3;
+    o.link = link;
+    o.run_scheduler = false;
+    auto core = MasterCore::Create(&store_, &link_, &clock_, o);
+    ASSERT_TRUE(core.ok()) << core.status();
+    core_ = std::move(*core);
+    for (int i = 0; i < machines; ++i) {
+      v1::RegisterMachineRequest r;
+      *r.mutable_machine() = MachineBuilder(Name(i)).Address(Name(i) + ":1").Build();
+      ASSERT_TRUE(core_->machines().RegisterMachine(Principal::Machine(Name(i)), r).ok());
+    }
+  }
+  static std::string Name(int i) { return absl::StrCat("m", i); }
+  // One poll of every machine, a second apart (the poll interval).
+  void Round() {
+    clock_.AdvanceMs(1000);
+    core_->PollAllMachines();
+  }
+  int Down() {
+    return core_->committer().Read([](const cell::CellState& s) {
+      int n = 0;
+      for (const cell::Machine* m : s.machines()) n += m->state() == v1::Machine::DOWN;
+      return n;
+    });
+  }
+
+  store::MemoryLogStore store_;
+  FakeAgentLink link_;
+  ManualClock clock_;
+  std::unique_ptr<MasterCore> core_;
+};
+
+// Before: the 10% rule's window was poll_interval * down_after (3 s here),
+// so a 3-machine cell lost its machines one every 3-4 s.
+TEST_F(DownRulesTest, ASmallCellLosesAtMostOneMachineAWindow) {
+  LinkShard::Options link;
+  link.hold_above_fraction = 1.0;  // this test is about the rate alone
+  Start(3, link);
+  Round();
+  for (int i = 0; i < 3; ++i) link_.SetUp(Name(i) + ":1", false);
+  for (int i = 0; i < 3; ++i) Round();  // 3 missed polls: the first goes down at 4 s
+  EXPECT_EQ(Down(), 1);
+  for (int i = 0; i < 56; ++i) Round();  // 60 s: the others wait for the window to pass
+  EXPECT_EQ(Down(), 1);
+  for (int i = 0; i < 5; ++i) Round();  // 65 s
+  EXPECT_EQ(Down(), 2);
+}
+
+TEST_F(DownRulesTest, NoneIsMarkedDownWhileMostOfTheCellIsUnreachable) {
+  Start(3, LinkShard::Options());
+  Round();
+  // Two of three unreachable: the master's trouble or a partition.
+  link_.SetUp("m0:1", false);
+  link_.SetUp("m1:1", false);
+  for (int i = 0; i < 200; ++i) Round();
+  EXPECT_EQ(Down(), 0);
+  // One of three: a machine's trouble, marked down after 3 missed polls.
+  link_.SetUp("m1:1", true);
+  for (int i = 0; i < 3; ++i) Round();
+  EXPECT_EQ(Down(), 1);
+  auto m0 = core_->link()->GetHealth("m0");
+  ASSERT_TRUE(m0.has_value());
+  EXPECT_GE(m0->misses, 3);
+}
+
+TEST_F(DownRulesTest, AMachineThatAnswersIsNeverDown) {
+  Start(3, LinkShard::Options());
+  for (int i = 0; i < 100; ++i) Round();
+  EXPECT_EQ(Down(), 0);
+}
+
+}  // namespace
+}  // namespace herd::master
