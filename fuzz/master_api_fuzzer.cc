@@ -258,6 +258,7 @@ void RunScript(Bytes& in) {
         Note(op % 16, who, jobs.Why(who, Decode<v1::WhyRequest>(in)));
         Note(op % 16, who, jobs.ListJobs(who, Decode<v1::ListJobsRequest>(in)));
         Note(op % 16, who, machines.ListQuotas(who, Decode<v1::ListQuotasRequest>(in)));
+        Note(op % 16, who, machines.MachineChanged(who, Decode<v1::MachineChangedRequest>(in)));
         break;
       }
       default:

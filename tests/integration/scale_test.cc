@@ -104,5 +104,40 @@ TEST(ScaleTest, AnAgentWithABacklogStopsOnSigterm) {
   EXPECT_LT(started, kTasks) << "the agent worked off its whole backlog before stopping";
 }
 
+// A task that runs to completion frees its place at once: the agent rings
+// the master (MachineChanged) instead of waiting for the next poll, here an
+// hour away. Before, the next job waited for that poll.
+TEST(ScaleTest, ARunToCompletionTaskFreesItsPlaceWithoutWaitingForAPoll) {
+  Cell::Options o;
+  o.poll_interval = "1h";
+  o.capacity = "cpu=1,memory=1Gi";
+  Cell cell(o);
+  ASSERT_TRUE(cell.StartMaster().ok()) << cell.LogTails();
+  ASSERT_TRUE(cell.StartAgents(1).ok()) << cell.LogTails();
+  auto spec = [](const std::string& name, const std::string& seconds) {
+    return absl::StrCat("name: ", name, "\nuser: alice\ntasks: 1\ncommand: [\"sleep\", \"", seconds,
+                        "\"]\nresources: {cpu: 1, memory: 64Mi}\nrestart: {policy: never}\n");
+  };
+  RunResult r = cell.Herd({"submit", cell.WriteSpec("first.yaml", spec("first", "1"))});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(Eventually([&] {
+    auto t = cell.Tasks("first");
+    return t.ok() && Active(*t) == 1;
+  }, 120s)) << cell.LogTails();
+  // The machine is full: the second waits for the first to end.
+  r = cell.Herd({"submit", cell.WriteSpec("second.yaml", spec("second", "3600"))});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  v1::ListTasksResponse last;
+  ASSERT_TRUE(Eventually([&] {
+    auto t = cell.Tasks("second");
+    if (t.ok()) last = *t;
+    return t.ok() && Active(*t) == 1;
+  }, 120s)) << Summarize(last) << "\n" << cell.LogTails();
+  auto first = cell.Tasks("first");
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->tasks(0).state(), v1::Task::DEAD);
+  EXPECT_EQ(first->tasks(0).exit_code(), 0);
+}
+
 }  // namespace
 }  // namespace herd

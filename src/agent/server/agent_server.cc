@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "agent/server/exec.h"
 #include "agent/server/extensions.h"
@@ -284,6 +285,75 @@ class Registrar {
   std::thread thread_;
 };
 
+// Rings the master's doorbell (MachineChanged) when a run becomes active or
+// ends, so the master polls now instead of at the next interval: a task that
+// ran to completion frees its place at once, and a start is seen running
+// without waiting a poll interval. At most one call in flight, after
+// kMinRingMs of quiet-ish gathering; changes in between ring once.
+class Doorbell {
+ public:
+  static constexpr int64_t kMinRingMs = 20;
+
+  Doorbell(const AgentOptions& o, const Supervisor& sup) : o_(o), sup_(sup) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Doorbell() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  // What the master wants to hear of at once about a run.
+  static int Key(const v1::RunStatus& r) { return r.terminal() ? 100 : static_cast<int>(r.phase()); }
+  static bool Worth(const v1::RunStatus& r) {
+    return r.terminal() || r.phase() == v1::Task::ACTIVE || r.phase() == v1::Task::EXITED ||
+           r.phase() == v1::Task::BACKOFF;
+  }
+
+  void Run() {
+    auto stub = v1::Herd::NewStub(rpc::Channel(o_.master, o_.identity, rpc::MasterIdentity()));
+    uint64_t version = 0;
+    absl::flat_hash_map<std::string, int> seen;
+    for (const auto& r : sup_.Observe(&version)) seen[r.run_id()] = Key(r);
+    bool warned = false;
+    while (!stop_) {
+      const uint64_t before = version;
+      version = sup_.WaitForChange(version, 200);
+      if (version == before) continue;
+      // Let a burst of changes gather (and keep Observe, which copies every
+      // run, to a few dozen calls a second).
+      std::this_thread::sleep_for(std::chrono::milliseconds(kMinRingMs));
+      bool pending = false;
+      absl::flat_hash_map<std::string, int> next;
+      for (const auto& r : sup_.Observe(&version)) {
+        const int key = Key(r);
+        auto it = seen.find(r.run_id());
+        if ((it == seen.end() || it->second != key) && Worth(r)) pending = true;
+        next[r.run_id()] = key;
+      }
+      seen = std::move(next);
+      if (!pending) continue;
+      v1::MachineChangedRequest req;
+      req.set_machine(o_.name);
+      v1::MachineChangedResponse resp;
+      auto ctx = rpc::Context("", 2000);
+      grpc::Status st = stub->MachineChanged(ctx.get(), req, &resp);
+      if (!st.ok() && !warned) {
+        // The next poll carries the change anyway.
+        HERD_LOG_WARN("cannot tell the master of a change: {}", st.error_message());
+        warned = true;
+      } else if (st.ok()) {
+        warned = false;
+      }
+    }
+  }
+
+  const AgentOptions& o_;
+  const Supervisor& sup_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 // `herd up`'s agents stop their tasks when they stop (a local cell leaves
 // nothing behind); a real agent leaves them to the next agent.
 void StopEveryTask(Supervisor& sup, Clock* clock) {
@@ -324,6 +394,7 @@ int RunAgent(AgentOptions o) {
   HERD_LOG_INFO("agent {} listening on {} with {} (runs in {})", o.name, bound, o.capacity.ToString(), o.root_dir);
   {
     Registrar registrar(o, service, bound, attrs);
+    Doorbell doorbell(o, **sup);
     WaitForStopSignal();
   }
   if (o.stop_tasks_on_exit) {

@@ -72,6 +72,10 @@ grpc::Status HerdService::ListQuotas(grpc::ServerContext* ctx, const v1::ListQuo
                                      v1::ListQuotasResponse* out) {
   HERD_CALL(machines, ListQuotas);
 }
+grpc::Status HerdService::MachineChanged(grpc::ServerContext* ctx, const v1::MachineChangedRequest* req,
+                                         v1::MachineChangedResponse* out) {
+  HERD_CALL(machines, MachineChanged);
+}
 grpc::Status HerdService::RegisterMachine(grpc::ServerContext* ctx, const v1::RegisterMachineRequest* req,
                                           v1::RegisterMachineResponse* out) {
   HERD_CALL(machines, RegisterMachine);

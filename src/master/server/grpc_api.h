@@ -31,6 +31,8 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status ListQuotas(grpc::ServerContext*, const v1::ListQuotasRequest*, v1::ListQuotasResponse*) override;
   grpc::Status RegisterMachine(grpc::ServerContext*, const v1::RegisterMachineRequest*,
                                v1::RegisterMachineResponse*) override;
+  grpc::Status MachineChanged(grpc::ServerContext*, const v1::MachineChangedRequest*,
+                              v1::MachineChangedResponse*) override;
   grpc::Status ExportCheckpoint(grpc::ServerContext*, const v1::ExportCheckpointRequest*,
                                 grpc::ServerWriter<v1::CheckpointRecord>*) override;
   grpc::Status GetCell(grpc::ServerContext*, const v1::GetCellRequest*, v1::CellInfo*) override;

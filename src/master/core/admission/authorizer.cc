@@ -54,6 +54,8 @@ absl::string_view ActionName(Action a) {
       return "manage-users";
     case Action::kRunTaskAs:
       return "run-task-as";
+    case Action::kNotifyMachine:
+      return "notify-machine";
     case Action::kCount:
       break;
   }
@@ -118,11 +120,14 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
     case Principal::Kind::kInternal:
       return absl::OkStatus();
     case Principal::Kind::kMachine:
-      if (action == Action::kRegisterMachine && on.machine == who.name && !who.name.empty()) {
+      if ((action == Action::kRegisterMachine || action == Action::kNotifyMachine) && on.machine == who.name &&
+          !who.name.empty()) {
         return absl::OkStatus();
       }
-      return Denied(who, action, on, action == Action::kRegisterMachine ? absl::StrCat("machine:", on.machine)
-                                                                         : std::string("a user's credential"));
+      return Denied(who, action, on,
+                    action == Action::kRegisterMachine || action == Action::kNotifyMachine
+                        ? absl::StrCat("machine:", on.machine)
+                        : std::string("a user's credential"));
     case Principal::Kind::kScheduler:
       switch (action) {
         case Action::kPropose:
@@ -165,6 +170,7 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
     case Action::kExportCheckpoint:
       return need(Capability::kReadAll);
     case Action::kRegisterMachine:
+    case Action::kNotifyMachine:
       return Denied(who, action, on, absl::StrCat("machine:", on.machine));
     case Action::kPropose:
     case Action::kManageUsers:

@@ -93,6 +93,7 @@ enum class Action {
   kReadSecrets,      // see a job's env values (asked by reads, which hide them otherwise)
   kManageUsers,      // issue or revoke credentials, grant capabilities
   kRunTaskAs,        // Submit of a job whose tasks name a machine account (isolation.user; account: which)
+  kNotifyMachine,    // MachineChanged: a machine asks to be polled now (only itself)
   kCount,
 };
 // "submit-job", "kill-job", ...: how messages and the audit log name it.

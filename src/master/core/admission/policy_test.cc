@@ -62,7 +62,8 @@ TEST_F(CellPolicyTest, CapabilitiesGrantExactlyWhatTheyName) {
   // Admin is everything a user can be given.
   Principal admin = Principal::Admin("root");
   for (int a = 0; a < static_cast<int>(Action::kCount); ++a) {
-    if (static_cast<Action>(a) == Action::kRegisterMachine) continue;  // only machines register
+    // Only machines register, and ring their own doorbell.
+    if (static_cast<Action>(a) == Action::kRegisterMachine || static_cast<Action>(a) == Action::kNotifyMachine) continue;
     EXPECT_TRUE(Allowed(admin, static_cast<Action>(a), Job("alice"))) << ActionName(static_cast<Action>(a));
   }
 }
@@ -76,6 +77,9 @@ TEST_F(CellPolicyTest, AMachineOnlyRegistersItself) {
   EXPECT_FALSE(Allowed(m1, Action::kExportCheckpoint, Resource{}));
   // Nor does a user, an admin included, register as a machine.
   EXPECT_FALSE(Allowed(Principal::Admin("root"), Action::kRegisterMachine, Resource{"", "", "m1"}));
+  EXPECT_TRUE(Allowed(m1, Action::kNotifyMachine, Resource{"", "", "m1"}));
+  EXPECT_FALSE(Allowed(m1, Action::kNotifyMachine, Resource{"", "", "m2"}));
+  EXPECT_FALSE(Allowed(Principal::User("bob"), Action::kNotifyMachine, Resource{"", "", "m1"}));
 }
 
 TEST_F(CellPolicyTest, SchedulersProposeAndReadButChangeNoJob) {

@@ -132,6 +132,11 @@ class AuthorizationTest : public ::testing::Test {
       *r.mutable_machine() = MachineBuilder("m1").Cpu(64000).Address("evil:1").Build();
       return core_->machines().RegisterMachine(bob, r).status();
     };
+    c["MachineChanged"] = [=, this] {
+      v1::MachineChangedRequest r;
+      r.set_machine("m1");
+      return core_->machines().MachineChanged(bob, r).status();
+    };
     c["ListMachines"] = [=, this] { return core_->machines().ListMachines(bob, {}).status(); };
     c["SetQuota"] = [=, this] {
       v1::SetQuotaRequest r;
@@ -189,6 +194,7 @@ class AuthorizationTest : public ::testing::Test {
         {"Why", {Action::kReadJob, web}},
         {"Propose", {Action::kPropose, {}}},
         {"RegisterMachine", {Action::kRegisterMachine, {"", "", "m1"}}},
+        {"MachineChanged", {Action::kNotifyMachine, {"", "", "m1"}}},
         {"ListMachines", {Action::kListMachines, {}}},
         {"SetQuota", {Action::kSetQuota, {"", "alice", ""}}},
         {"ListQuotas", {Action::kListQuotas, {"", "alice", ""}}},

@@ -51,6 +51,17 @@ absl::StatusOr<v1::RegisterMachineResponse> MachinesApi::RegisterMachine(const P
   return r;
 }
 
+absl::StatusOr<v1::MachineChangedResponse> MachinesApi::MachineChanged(const Principal& who,
+                                                                       const v1::MachineChangedRequest& req) {
+  HERD_RETURN_IF_ERROR(ValidateMachineName(req.machine()));
+  HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kNotifyMachine, Resource{"", "", req.machine()}));
+  const bool known =
+      ctx_.committer->Read([&](const cell::CellState& s) { return s.FindMachine(req.machine()) != nullptr; });
+  if (!known) return absl::NotFoundError(absl::StrCat("machine ", Quote(req.machine()), " is not registered"));
+  if (ctx_.link != nullptr) ctx_.link->Kick(req.machine());
+  return v1::MachineChangedResponse();
+}
+
 absl::StatusOr<v1::ListMachinesResponse> MachinesApi::ListMachines(const Principal& who,
                                                                    const v1::ListMachinesRequest& req) {
   HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kListMachines, Resource{}));

@@ -18,6 +18,9 @@ class MachinesApi {
   // once.
   absl::StatusOr<v1::RegisterMachineResponse> RegisterMachine(const Principal& who,
                                                               const v1::RegisterMachineRequest& req);
+  // A machine's doorbell: poll it now (NOT_FOUND if it is not registered).
+  absl::StatusOr<v1::MachineChangedResponse> MachineChanged(const Principal& who,
+                                                            const v1::MachineChangedRequest& req);
   absl::StatusOr<v1::ListMachinesResponse> ListMachines(const Principal& who, const v1::ListMachinesRequest& req);
   absl::StatusOr<v1::SetQuotaResponse> SetQuota(const Principal& who, const v1::SetQuotaRequest& req);
   // Every quota with its usage, and users with live work but no quota in a
