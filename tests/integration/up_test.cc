@@ -189,6 +189,45 @@ TEST_F(UpTest, AKilledCellComesBackOnItsDataAndReadoptsItsTasksAndDownLeavesNoth
   EXPECT_TRUE(harness::ProcessesUnder(data_).empty());
 }
 
+// Issue #11: `herd down` of a cell running thousands of tasks said "did not
+// stop within 90 s" and left task processes behind: the agent that finished
+// stopping first reported its runs gone, the master placed them again on an
+// agent still stopping, which started them. A stopping agent now refuses
+// polls, so nothing starts again and nothing is left.
+TEST_F(UpTest, DownOfABusyCellStartsNothingAgainAndLeavesNothing) {
+  RunResult up = Up();
+  ASSERT_EQ(up.exit_code, 0) << up.Describe() << Logs();
+  constexpr int kTasks = 600;
+  const std::string spec = dir_.Sub("many.yaml");
+  std::ofstream(spec) << "name: many\nuser: alice\npriority: batch\ntasks: " << kTasks
+                      << "\ncommand: [\"sleep\", \"3600\"]\nresources: {cpu: 1m, memory: 1Mi}\ngrace_period: 1s\n";
+  RunResult r = Herd({"submit", spec});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        RunResult t = Herd({"tasks", "many", "--json"});
+        auto parsed = harness::ParseJsonAs<v1::ListTasksResponse>(t.out);
+        return t.exit_code == 0 && parsed.ok() &&
+               harness::CountTasks(*parsed, v1::Task::RUNNING, v1::Task::ACTIVE) == kTasks;
+      },
+      300s, 200ms))
+      << Logs();
+  RunResult down = Down();
+  EXPECT_EQ(down.exit_code, 0) << down.Describe();
+  EXPECT_FALSE(absl::StrContains(harness::ReadFileOrEmpty(data_ + "/up.log"), "task processes the agents left"))
+      << Logs();
+  // Every run directory is a first incarnation: nothing was placed again.
+  std::vector<std::string> again;
+  std::error_code ec;
+  for (const auto& agent : fs::directory_iterator(data_ + "/agents", ec)) {
+    for (const auto& run : fs::directory_iterator(agent.path() / "runs", ec)) {
+      if (!absl::EndsWith(run.path().filename().string(), ".1")) again.push_back(run.path().string());
+    }
+  }
+  EXPECT_TRUE(again.empty()) << again.size() << " runs started again while the cell stopped, e.g. " << again[0];
+  EXPECT_TRUE(harness::ProcessesUnder(data_).empty());
+}
+
 TEST_F(UpTest, DownAfterTheWholeCellWasKilledStopsWhatItLeft) {
   RunResult up = Up();
   ASSERT_EQ(up.exit_code, 0) << up.Describe() << Logs();

@@ -50,6 +50,12 @@ class AgentService final : public v1::Agent::Service {
                           absl::StrCat(pki::Describe(caller->subject), " may not poll machine ", name_,
                                        ": only the master may"));
     }
+    if (draining_) {
+      // Stopping every task before exiting: a new desired state would start
+      // again what is being stopped (the master moves the tasks of a machine
+      // it cannot poll).
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, absl::StrCat("the agent of ", name_, " is stopping"));
+    }
     last_poll_ms_ = clock_->MonotonicMs();
     if (!req->machine().empty() && req->machine() != name_) {
       return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -91,6 +97,8 @@ class AgentService final : public v1::Agent::Service {
   }
 
   int64_t last_poll_ms() const { return last_poll_ms_.load(); }
+  // From now on polls are refused (the agent is stopping its tasks).
+  void Drain() { draining_ = true; }
 
  private:
   // The master may read and exec anything here; a user needs the master's
@@ -114,6 +122,7 @@ class AgentService final : public v1::Agent::Service {
   const std::string shim_path_;  // for herd-shim --enter; empty: next to herd
   Clock* const clock_;
   std::atomic<int64_t> last_poll_ms_{0};
+  std::atomic<bool> draining_{false};
 };
 
 std::string HostName() {
@@ -398,6 +407,7 @@ int RunAgent(AgentOptions o) {
     WaitForStopSignal();
   }
   if (o.stop_tasks_on_exit) {
+    service.Drain();
     StopEveryTask(**sup, o.clock);
   } else {
     HERD_LOG_INFO("agent stopping; tasks keep running and will be re-adopted");
