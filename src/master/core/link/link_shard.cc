@@ -196,7 +196,11 @@ void LinkShard::PollOne(const std::string& name) {
       misses = ++h.misses;
       h.last_error = Summarize(resp.status(), opts_.poll_timeout_ms);
       mark_down = plan.up && misses >= opts_.down_after_misses && MayMarkDown(clock_->MonotonicMs());
-      if (mark_down) e.up = false;
+      if (mark_down) {
+        e.up = false;
+        e.downs.push_back(clock_->MonotonicMs());
+      }
+      e.good_polls = 0;
     }
     if (misses == 1) HERD_LOG_WARN("poll of {} at {} failed: {}", name, plan.address, resp.status().ToString());
     std::string why = Summarize(resp.status(), opts_.poll_timeout_ms);
@@ -210,18 +214,34 @@ void LinkShard::PollOne(const std::string& name) {
     }
     return;
   }
+  bool stay_down = false;
+  int need_polls = 1, flap_downs = 0;
   {
     absl::MutexLock l(&mu_);
     Entry& e = entries_[name];
-    e.up = true;
     Health& h = e.health;
     ++h.polls;
     h.misses = 0;
+    ++e.good_polls;
+    if (!plan.up) {
+      const int64_t now = clock_->MonotonicMs();
+      while (!e.downs.empty() && e.downs.front() < now - opts_.flap_window_ms) e.downs.pop_front();
+      const int downs = static_cast<int>(e.downs.size());
+      need_polls = downs <= 1 ? 1 : std::min<int>(opts_.max_flap_polls, 1 << std::min(downs - 1, 30));
+      if (e.good_polls < need_polls) {
+        flap_downs = downs;
+        stay_down = true;
+      }
+    }
+    e.up = plan.up || !stay_down;
     h.last_ok_ms = clock_->MonotonicMs();
     h.last_error.clear();
   }
   std::vector<v1::Mutation> changes;
-  if (!plan.up) {
+  if (stay_down) {
+    HERD_LOG_INFO("machine {} answers again but flaps ({} times down in {} min): UP after {} good polls in a row",
+                  name, flap_downs, opts_.flap_window_ms / 60000, need_polls);
+  } else if (!plan.up) {
     v1::Mutation up;
     up.mutable_machine_up()->set_name(name);
     up.mutable_machine_up()->set_reason("answered a poll");

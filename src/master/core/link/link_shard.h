@@ -48,6 +48,11 @@ class LinkShard {
     // has nowhere to go (Kubernetes stops evictions in a fully disrupted zone
     // for the same reason).
     double hold_above_fraction = 0.5;
+    // Flapping: a machine marked down k > 1 times within flap_window_ms must
+    // answer min(2^(k-1), max_flap_polls) polls in a row before it is UP
+    // again (and gets work), instead of the first answer.
+    int64_t flap_window_ms = 30 * 60 * 1000;
+    int max_flap_polls = 16;
     std::string master_name = "master";
   };
 
@@ -77,6 +82,8 @@ class LinkShard {
     bool in_flight = false;
     bool kicked = false;
     bool up = true;  // as of its last poll
+    std::deque<int64_t> downs;  // when it was marked down, within flap_window_ms
+    int good_polls = 0;         // answered in a row
     Health health;
   };
   void Worker();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "master/core/master_core.h"
@@ -89,6 +90,42 @@ TEST_F(DownRulesTest, AMachineThatAnswersIsNeverDown) {
   Start(3, LinkShard::Options());
   for (int i = 0; i < 100; ++i) Round();
   EXPECT_EQ(Down(), 0);
+}
+
+// A machine that keeps going down and coming back is damped: the second
+// time it must answer 2 polls in a row before it is UP again, the third 4.
+TEST_F(DownRulesTest, AFlappingMachineWaitsLongerEachTimeBeforeItIsUpAgain) {
+  LinkShard::Options link;
+  link.hold_above_fraction = 1.0;
+  link.min_down_window_ms = 0;
+  Start(3, link);
+  auto m0_up = [&] {
+    return core_->committer().Read(
+        [](const cell::CellState& s) { return s.FindMachine("m0")->state() == v1::Machine::UP; });
+  };
+  Round();
+  std::vector<int> polls_to_come_back;
+  for (int flap = 0; flap < 3; ++flap) {
+    link_.SetUp("m0:1", false);
+    for (int i = 0; i < 3; ++i) Round();
+    ASSERT_FALSE(m0_up()) << "flap " << flap;
+    link_.SetUp("m0:1", true);
+    int polls = 0;
+    while (!m0_up() && polls < 100) {
+      Round();
+      ++polls;
+    }
+    polls_to_come_back.push_back(polls);
+  }
+  EXPECT_EQ(polls_to_come_back, (std::vector<int>{1, 2, 4}));
+  // Half an hour later it is forgiven.
+  for (int i = 0; i < 1900; ++i) Round();
+  link_.SetUp("m0:1", false);
+  for (int i = 0; i < 3; ++i) Round();
+  ASSERT_FALSE(m0_up());
+  link_.SetUp("m0:1", true);
+  Round();
+  EXPECT_TRUE(m0_up());
 }
 
 }  // namespace
