@@ -57,6 +57,11 @@ void AddMaster(CLI::App& app, int& rc) {
                   "How long a poll may take before it counts as missed (apart from the interval: a busy agent is "
                   "not a dead one)")
       ->capture_default_str();
+  auto full_poll = std::make_shared<std::string>("60s");
+  cmd->add_option("--full-poll-interval", *full_poll,
+                  "How often an agent gets its whole desired state; other polls carry only what changed "
+                  "(0: every poll carries everything, as before delta polls)")
+      ->capture_default_str();
   cmd->add_option("--scheduler", *sched_mode,
                   "internal: run the scheduler in the master; external: leave placement to 'herd scheduler' "
                   "processes (Propose)")
@@ -65,7 +70,7 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--snapshot-every", o->core.committer.snapshot_every, "Mutations between snapshots")
       ->capture_default_str();
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
-  cmd->callback([&rc, o, poll, poll_timeout, sched_flags, sched_mode] {
+  cmd->callback([&rc, o, poll, poll_timeout, full_poll, sched_flags, sched_mode] {
     auto interval = ParseDurationMs(*poll);
     if (!interval.ok() || *interval < 10) {
       rc = Usage(absl::StrCat("--poll-interval: ", interval.ok() ? "must be at least 10ms" : interval.status().message()));
@@ -91,6 +96,12 @@ void AddMaster(CLI::App& app, int& rc) {
       return;
     }
     o->core.link.poll_timeout_ms = *timeout;
+    auto full = ParseDurationMs(*full_poll);
+    if (!full.ok() || *full < 0) {
+      rc = Usage(absl::StrCat("--full-poll-interval: ", full.ok() ? "must not be negative" : full.status().message()));
+      return;
+    }
+    o->core.link.full_poll_interval_ms = *full;
     o->core.version = HERD_VERSION;
     rc = master::RunMaster(*o);
   });

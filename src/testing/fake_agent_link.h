@@ -1,12 +1,15 @@
 // FakeAgentLink: in-process agents for master tests. Each fake agent obeys
 // its desired state at once (new runs become ACTIVE with a made-up pid,
 // runs no longer desired vanish) and can be made unreachable, or have a run
-// exit, by the test. Test-only.
+// exit, by the test. A fake agent may understand delta polls (SetDeltas):
+// it then keeps the desired state's revision as a real agent does, applies
+// deltas on that base only and says which revision it holds. Test-only.
 #pragma once
 
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "herd/v1/agent.pb.h"
@@ -21,9 +24,33 @@ class FakeAgentLink : public master::AgentLink {
     std::lock_guard l(mu_);
     Agent& a = agents_[address];
     ++a.polls;
+    a.last_request = req;
     if (!a.up) return absl::UnavailableError(absl::StrCat("agent ", address, " unreachable"));
+    // The runs wanted here after this request.
+    std::vector<v1::TaskRun> desired;
+    if (req.delta()) {
+      if (!a.deltas || a.held_revision == 0 || req.base_revision() != a.held_revision) {
+        ++a.refused_deltas;
+        v1::PollResponse resp;  // applies nothing, says what it holds
+        resp.set_machine(req.machine());
+        resp.set_desired_revision(a.held_revision);
+        for (const auto& [id, r] : a.runs) *resp.add_runs() = r;
+        return resp;
+      }
+      std::map<std::string, v1::TaskRun> held = a.held;
+      for (const std::string& id : req.stop()) held.erase(id);
+      for (const v1::TaskRun& run : req.desired()) held[run.run_id()] = run;
+      for (const auto& [id, run] : held) desired.push_back(run);
+    } else {
+      desired.assign(req.desired().begin(), req.desired().end());
+    }
+    if (a.deltas) {
+      a.held.clear();
+      for (const v1::TaskRun& run : desired) a.held[run.run_id()] = run;
+      a.held_revision = req.revision();
+    }
     std::map<std::string, v1::RunStatus> next;
-    for (const v1::TaskRun& run : req.desired()) {
+    for (const v1::TaskRun& run : desired) {
       auto it = a.runs.find(run.run_id());
       if (it != a.runs.end()) {
         next[run.run_id()] = it->second;
@@ -45,7 +72,29 @@ class FakeAgentLink : public master::AgentLink {
     v1::PollResponse resp;
     resp.set_machine(req.machine());
     for (const auto& [id, r] : a.runs) *resp.add_runs() = r;
+    if (a.deltas) resp.set_desired_revision(a.held_revision);
     return resp;
+  }
+
+  // The agent at `address` understands delta polls.
+  void SetDeltas(const std::string& address, bool deltas) {
+    std::lock_guard l(mu_);
+    agents_[address].deltas = deltas;
+  }
+  // The agent restarts: it forgets the desired state it held (its runs go
+  // on, as real ones are re-adopted).
+  void Restart(const std::string& address) {
+    std::lock_guard l(mu_);
+    agents_[address].held.clear();
+    agents_[address].held_revision = 0;
+  }
+  v1::PollRequest LastRequest(const std::string& address) {
+    std::lock_guard l(mu_);
+    return agents_[address].last_request;
+  }
+  int RefusedDeltas(const std::string& address) {
+    std::lock_guard l(mu_);
+    return agents_[address].refused_deltas;
   }
 
   void SetUp(const std::string& address, bool up) {
@@ -85,7 +134,11 @@ class FakeAgentLink : public master::AgentLink {
     bool up = true;
     bool forget_new = false;
     std::map<std::string, v1::RunStatus> runs;
-    int polls = 0, started = 0, killed = 0;
+    int polls = 0, started = 0, killed = 0, refused_deltas = 0;
+    bool deltas = false;
+    std::map<std::string, v1::TaskRun> held;  // the desired state held (deltas)
+    int64_t held_revision = 0;
+    v1::PollRequest last_request;
   };
   std::mutex mu_;
   std::map<std::string, Agent> agents_;

@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "agent/server/agent_protocol.h"
 #include "agent/server/exec.h"
 #include "agent/server/extensions.h"
 #include "agent/server/logs.h"
@@ -30,58 +31,17 @@ namespace {
 
 class AgentService final : public v1::Agent::Service {
  public:
-  AgentService(Supervisor* sup, std::string name, ResourceVector capacity, std::map<std::string, std::string> attrs,
-               std::string shim_path, Clock* clock, std::string ca_pem)
+  AgentService(Supervisor* sup, PollServer* polls, std::string name, std::string shim_path, Clock* clock,
+               std::string ca_pem)
       : sup_(sup),
+        polls_(polls),
         name_(std::move(name)),
         ca_pem_(std::move(ca_pem)),
-        capacity_(std::move(capacity)),
-        attrs_(std::move(attrs)),
         shim_path_(std::move(shim_path)),
         clock_(clock) {}
 
   grpc::Status Poll(grpc::ServerContext* ctx, const v1::PollRequest* req, v1::PollResponse* resp) override {
-    // Only the master says what runs here.
-    absl::StatusOr<pki::CertInfo> caller = rpc::Caller(ctx);
-    if (!caller.ok()) return rpc::ToGrpc(caller.status());
-    if (caller->subject.role != pki::Role::kMaster) {
-      HERD_LOG_WARN("refused a poll from {}: only the master may poll", pki::Describe(caller->subject));
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          absl::StrCat(pki::Describe(caller->subject), " may not poll machine ", name_,
-                                       ": only the master may"));
-    }
-    if (draining_) {
-      // Stopping every task before exiting: a new desired state would start
-      // again what is being stopped (the master moves the tasks of a machine
-      // it cannot poll).
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, absl::StrCat("the agent of ", name_, " is stopping"));
-    }
-    last_poll_ms_ = clock_->MonotonicMs();
-    if (!req->machine().empty() && req->machine() != name_) {
-      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                          absl::StrCat("this agent is ", name_, ", not ", req->machine()));
-    }
-    std::vector<v1::TaskRun> desired(req->desired().begin(), req->desired().end());
-    sup_->SetDesired(desired);
-    // Give new runs a moment to start so this reply already shows them
-    // running (a start takes milliseconds; the next poll is seconds away).
-    uint64_t version = 0;
-    std::vector<v1::RunStatus> runs = sup_->Observe(&version);
-    const int64_t deadline = clock_->MonotonicMs() + 250;
-    while (clock_->MonotonicMs() < deadline) {
-      bool starting = false;
-      for (const auto& r : runs) starting |= r.phase() == v1::Task::STARTING;
-      if (!starting) break;
-      version = sup_->WaitForChange(version, deadline - clock_->MonotonicMs());
-      runs = sup_->Observe(&version);
-    }
-    resp->set_machine(name_);
-    capacity_.ToProto(resp->mutable_capacity());
-    for (const auto& [k, v] : attrs_) (*resp->mutable_attributes())[k] = v;
-    for (auto& r : runs) *resp->add_runs() = std::move(r);
-    resp->set_agent_started_ms(sup_->started_ms());
-    sup_->DescribeMachine(resp);
-    return grpc::Status::OK;
+    return polls_->Poll(ctx, *req, resp);
   }
 
   grpc::Status ReadLogs(grpc::ServerContext* ctx, const v1::ReadLogsRequest* req,
@@ -95,10 +55,6 @@ class AgentService final : public v1::Agent::Service {
     if (absl::Status st = Admit(ctx, req->grant(), req->run_id(), v1::EXEC); !st.ok()) return rpc::ToGrpc(st);
     return ServeExec(*sup_, shim_path_, ctx, *req, writer);
   }
-
-  int64_t last_poll_ms() const { return last_poll_ms_.load(); }
-  // From now on polls are refused (the agent is stopping its tasks).
-  void Drain() { draining_ = true; }
 
  private:
   // The master may read and exec anything here; a user needs the master's
@@ -115,14 +71,11 @@ class AgentService final : public v1::Agent::Service {
   }
 
   Supervisor* const sup_;
+  PollServer* const polls_;
   const std::string name_;
   const std::string ca_pem_;
-  const ResourceVector capacity_;
-  const std::map<std::string, std::string> attrs_;
   const std::string shim_path_;  // for herd-shim --enter; empty: next to herd
   Clock* const clock_;
-  std::atomic<int64_t> last_poll_ms_{0};
-  std::atomic<bool> draining_{false};
 };
 
 std::string HostName() {
@@ -233,134 +186,45 @@ absl::StatusOr<std::unique_ptr<Supervisor>> StartSupervisor(const AgentOptions& 
   return sup;
 }
 
-// Registers the machine with the master, and again whenever the master stops
-// polling it (it may have lost the machine, or been replaced), on its own
-// thread until destroyed.
-class Registrar {
+// Drives the agent's Registrar (about once a second) and Doorbell (on every
+// change, after letting a burst gather) on two threads, until destroyed.
+class MasterContact {
  public:
-  Registrar(const AgentOptions& o, const AgentService& service, std::string address,
-            std::map<std::string, std::string> attrs)
-      : o_(o), service_(service), address_(std::move(address)), attrs_(std::move(attrs)) {
-    thread_ = std::thread([this] { Run(); });
+  MasterContact(const AgentOptions& o, const Supervisor& sup, const PollServer& polls, std::string address)
+      : stub_(v1::Herd::NewStub(rpc::Channel(o.master, o.identity, rpc::MasterIdentity()))),
+        registrar_(stub_.get(), polls, std::move(address), o.clock, o.master),
+        doorbell_(stub_.get(), sup, o.name),
+        sup_(sup) {
+    registering_ = std::thread([this] {
+      while (!stop_) {
+        registrar_.Tick();
+        for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+    ringing_ = std::thread([this] {
+      while (!stop_) {
+        const uint64_t before = doorbell_.version();
+        if (sup_.WaitForChange(before, 200) == before) continue;
+        // Let a burst of changes gather (and keep Observe, which copies every
+        // run, to a few dozen calls a second).
+        std::this_thread::sleep_for(std::chrono::milliseconds(Doorbell::kMinRingMs));
+        doorbell_.Tick();
+      }
+    });
   }
-  ~Registrar() {
+  ~MasterContact() {
     stop_ = true;
-    thread_.join();
+    registering_.join();
+    ringing_.join();
   }
 
  private:
-  void Run() {
-    auto stub = v1::Herd::NewStub(rpc::Channel(o_.master, o_.identity, rpc::MasterIdentity()));
-    int64_t interval_ms = 2000;
-    int64_t registered_at = 0;
-    bool warned = false;
-    while (!stop_) {
-      const int64_t last_contact = std::max(registered_at, service_.last_poll_ms());
-      if (registered_at == 0 || o_.clock->MonotonicMs() - last_contact > 5 * interval_ms) {
-        grpc::Status st = Register(*stub, &interval_ms);
-        if (st.ok()) {
-          registered_at = o_.clock->MonotonicMs();
-          HERD_LOG_INFO("registered with the master at {}", o_.master);
-          warned = false;
-        } else if (!warned) {
-          HERD_LOG_WARN("cannot register with the master at {}: {} (will keep trying)", o_.master,
-                        st.error_message());
-          warned = true;
-        }
-      }
-      for (int i = 0; i < 10 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-
-  grpc::Status Register(v1::Herd::Stub& stub, int64_t* interval_ms) {
-    v1::RegisterMachineRequest req;
-    v1::Machine* m = req.mutable_machine();
-    m->set_name(o_.name);
-    m->set_address(address_);
-    o_.capacity.ToProto(m->mutable_capacity());
-    for (const auto& [k, v] : attrs_) (*m->mutable_attributes())[k] = v;
-    v1::RegisterMachineResponse resp;
-    auto ctx = rpc::Context("", 5000);
-    grpc::Status st = stub.RegisterMachine(ctx.get(), req, &resp);
-    if (st.ok()) *interval_ms = std::max<int64_t>(100, resp.poll_interval_ms());
-    return st;
-  }
-
-  const AgentOptions& o_;
-  const AgentService& service_;
-  const std::string address_;
-  const std::map<std::string, std::string> attrs_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
-// Rings the master's doorbell (MachineChanged) when a run becomes active or
-// ends, so the master polls now instead of at the next interval: a task that
-// ran to completion frees its place at once, and a start is seen running
-// without waiting a poll interval. At most one call in flight, after
-// kMinRingMs of quiet-ish gathering; changes in between ring once.
-class Doorbell {
- public:
-  static constexpr int64_t kMinRingMs = 20;
-
-  Doorbell(const AgentOptions& o, const Supervisor& sup) : o_(o), sup_(sup) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~Doorbell() {
-    stop_ = true;
-    thread_.join();
-  }
-
- private:
-  // What the master wants to hear of at once about a run.
-  static int Key(const v1::RunStatus& r) { return r.terminal() ? 100 : static_cast<int>(r.phase()); }
-  static bool Worth(const v1::RunStatus& r) {
-    return r.terminal() || r.phase() == v1::Task::ACTIVE || r.phase() == v1::Task::EXITED ||
-           r.phase() == v1::Task::BACKOFF;
-  }
-
-  void Run() {
-    auto stub = v1::Herd::NewStub(rpc::Channel(o_.master, o_.identity, rpc::MasterIdentity()));
-    uint64_t version = 0;
-    absl::flat_hash_map<std::string, int> seen;
-    for (const auto& r : sup_.Observe(&version)) seen[r.run_id()] = Key(r);
-    bool warned = false;
-    while (!stop_) {
-      const uint64_t before = version;
-      version = sup_.WaitForChange(version, 200);
-      if (version == before) continue;
-      // Let a burst of changes gather (and keep Observe, which copies every
-      // run, to a few dozen calls a second).
-      std::this_thread::sleep_for(std::chrono::milliseconds(kMinRingMs));
-      bool pending = false;
-      absl::flat_hash_map<std::string, int> next;
-      for (const auto& r : sup_.Observe(&version)) {
-        const int key = Key(r);
-        auto it = seen.find(r.run_id());
-        if ((it == seen.end() || it->second != key) && Worth(r)) pending = true;
-        next[r.run_id()] = key;
-      }
-      seen = std::move(next);
-      if (!pending) continue;
-      v1::MachineChangedRequest req;
-      req.set_machine(o_.name);
-      v1::MachineChangedResponse resp;
-      auto ctx = rpc::Context("", 2000);
-      grpc::Status st = stub->MachineChanged(ctx.get(), req, &resp);
-      if (!st.ok() && !warned) {
-        // The next poll carries the change anyway.
-        HERD_LOG_WARN("cannot tell the master of a change: {}", st.error_message());
-        warned = true;
-      } else if (st.ok()) {
-        warned = false;
-      }
-    }
-  }
-
-  const AgentOptions& o_;
+  std::unique_ptr<v1::Herd::Stub> stub_;
+  Registrar registrar_;
+  Doorbell doorbell_;
   const Supervisor& sup_;
   std::atomic<bool> stop_{false};
-  std::thread thread_;
+  std::thread registering_, ringing_;
 };
 
 // `herd up`'s agents stop their tasks when they stop (a local cell leaves
@@ -393,7 +257,8 @@ int RunAgent(AgentOptions o) {
     HERD_LOG_ERROR("cannot start the agent: {}", sup.status().message());
     return 1;
   }
-  AgentService service(sup->get(), o.name, o.capacity, attrs, o.shim_path, o.clock, o.identity.ca_pem);
+  PollServer polls(sup->get(), MachineFacts{o.name, o.capacity, attrs}, o.clock);
+  AgentService service(sup->get(), &polls, o.name, o.shim_path, o.clock, o.identity.ca_pem);
   std::string bound;
   auto server = rpc::StartServer(o.listen, {&service}, o.identity, &bound);
   if (!server.ok()) {
@@ -402,12 +267,11 @@ int RunAgent(AgentOptions o) {
   }
   HERD_LOG_INFO("agent {} listening on {} with {} (runs in {})", o.name, bound, o.capacity.ToString(), o.root_dir);
   {
-    Registrar registrar(o, service, bound, attrs);
-    Doorbell doorbell(o, **sup);
+    MasterContact contact(o, **sup, polls, bound);
     WaitForStopSignal();
   }
   if (o.stop_tasks_on_exit) {
-    service.Drain();
+    polls.Drain();
     StopEveryTask(**sup, o.clock);
   } else {
     HERD_LOG_INFO("agent stopping; tasks keep running and will be re-adopted");

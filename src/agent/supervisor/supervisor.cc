@@ -402,6 +402,11 @@ absl::StatusOr<std::string> Supervisor::LogPath(absl::string_view run_id, bool s
   return absl::NotFoundError(absl::StrCat("no logs for run ", run_id));
 }
 
+uint64_t Supervisor::Version() const {
+  absl::MutexLock l(&mu_);
+  return version_;
+}
+
 uint64_t Supervisor::WaitForChange(uint64_t last_version, int64_t timeout_ms) const {
   absl::MutexLock l(&mu_);
   absl::Time deadline = absl::Now() + absl::Milliseconds(timeout_ms);

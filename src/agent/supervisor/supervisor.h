@@ -30,12 +30,13 @@
 #include "agent/runtime/process.h"
 #include "agent/supervisor/extension.h"
 #include "agent/supervisor/run_dir.h"
+#include "agent/supervisor/run_table.h"
 #include "base/clock.h"
 #include "herd/v1/agent.pb.h"
 
 namespace herd::agent {
 
-class Supervisor {
+class Supervisor final : public RunTable {
  public:
   struct Options {
     // Runs live in root_dir/runs/RUN_ID/ (created if missing). One
@@ -78,7 +79,7 @@ class Supervisor {
 
   // Stops the loop. Leaves tasks running: the agent may be restarting or
   // being upgraded, and the next Supervisor adopts them.
-  ~Supervisor();
+  ~Supervisor() override;
 
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
@@ -90,13 +91,13 @@ class Supervisor {
   // are gone a stopped run is forgotten (its directory and logs stay until
   // the retention expires). A run already known by its run_id is left alone
   // (the spec is not compared), so repeating a call changes nothing.
-  void SetDesired(const std::vector<v1::TaskRun>& desired);
+  void SetDesired(const std::vector<v1::TaskRun>& desired) override;
 
   // Every known run, sorted by run_id: desired ones (including terminal ones,
   // reported until the master stops desiring them) and ones being stopped
   // (desired = false). If `version` is given it receives the state version
   // the result corresponds to (for WaitForChange).
-  std::vector<v1::RunStatus> Observe(uint64_t* version = nullptr) const;
+  std::vector<v1::RunStatus> Observe(uint64_t* version = nullptr) const override;
 
   // Path of a run's stdout (or stderr) file, also after the run was stopped
   // while its directory is retained. NOT_FOUND if unknown.
@@ -104,17 +105,18 @@ class Supervisor {
 
   // Machine-wide facts from the extensions (usage, package cache, cgroup
   // version) for a poll reply.
-  void DescribeMachine(v1::PollResponse* response) const;
+  void DescribeMachine(v1::PollResponse* response) const override;
 
   // The run's current attempt's task, if it runs (for herd exec).
   absl::StatusOr<ProcessId> TaskOf(absl::string_view run_id) const;
 
   // Blocks until the observed state's version differs from `last_version` or
   // `timeout_ms` passed; returns the current version.
-  uint64_t WaitForChange(uint64_t last_version, int64_t timeout_ms) const;
+  uint64_t WaitForChange(uint64_t last_version, int64_t timeout_ms) const override;
+  uint64_t Version() const override;
 
   // Wall time (ms) this Supervisor was created (PollResponse.agent_started_ms).
-  int64_t started_ms() const { return started_ms_; }
+  int64_t started_ms() const override { return started_ms_; }
 
  private:
   struct Run;

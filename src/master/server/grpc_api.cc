@@ -122,22 +122,59 @@ grpc::Status HerdService::ExportCheckpoint(grpc::ServerContext* ctx, const v1::E
   }));
 }
 
+struct GrpcAgentLink::Call {
+  std::unique_ptr<grpc::ClientContext> ctx;
+  v1::PollRequest request;
+  v1::PollResponse response;
+  Done done;
+};
+
+GrpcAgentLink::~GrpcAgentLink() { CancelAll(); }
+
+v1::Agent::Stub* GrpcAgentLink::StubFor(const std::string& address, const std::string& machine) {
+  std::lock_guard l(mu_);
+  // The channel pins the machine's identity: whoever listens at `address`
+  // gets the machine's tasks only if it holds that machine's certificate.
+  auto& s = stubs_[{address, machine}];
+  if (!s) s = v1::Agent::NewStub(rpc::Channel(address, self_, rpc::MachineIdentity(machine)));
+  return s.get();
+}
+
 absl::StatusOr<v1::PollResponse> GrpcAgentLink::Poll(const std::string& address, const v1::PollRequest& request,
                                                      int64_t timeout_ms) {
-  v1::Agent::Stub* stub;
-  {
-    std::lock_guard l(mu_);
-    // The channel pins the machine's identity: whoever listens at `address`
-    // gets the machine's tasks only if it holds that machine's certificate.
-    auto& s = stubs_[{address, request.machine()}];
-    if (!s) s = v1::Agent::NewStub(rpc::Channel(address, self_, rpc::MachineIdentity(request.machine())));
-    stub = s.get();
-  }
+  v1::Agent::Stub* stub = StubFor(address, request.machine());
   auto ctx = rpc::Context("", timeout_ms);
   v1::PollResponse resp;
   grpc::Status st = stub->Poll(ctx.get(), request, &resp);
   if (!st.ok()) return rpc::FromGrpc(st);
   return resp;
+}
+
+void GrpcAgentLink::PollAsync(const std::string& address, const v1::PollRequest& request, int64_t timeout_ms,
+                              Done done) {
+  v1::Agent::Stub* stub = StubFor(address, request.machine());
+  auto* call = new Call{rpc::Context("", timeout_ms), request, {}, std::move(done)};
+  {
+    std::lock_guard l(mu_);
+    calls_.insert(call);
+  }
+  stub->async()->Poll(call->ctx.get(), &call->request, &call->response, [this, call](grpc::Status st) {
+    if (st.ok()) {
+      call->done(std::move(call->response));
+    } else {
+      call->done(rpc::FromGrpc(st));
+    }
+    std::lock_guard l(mu_);
+    calls_.erase(call);
+    delete call;
+    if (calls_.empty()) idle_.notify_all();
+  });
+}
+
+void GrpcAgentLink::CancelAll() {
+  std::unique_lock l(mu_);
+  for (Call* c : calls_) c->ctx->TryCancel();
+  idle_.wait(l, [this] { return calls_.empty(); });
 }
 
 }  // namespace herd::master

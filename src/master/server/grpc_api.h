@@ -2,7 +2,9 @@
 // herd.v1.Agent.
 #pragma once
 
+#include <condition_variable>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,17 +54,28 @@ class HerdService final : public v1::Herd::Service {
 };
 
 // Polls agents over gRPC as the master (credential `self`), one cached
-// channel per address and machine.
+// channel per address and machine. PollAsync keeps any number of polls in
+// flight on gRPC's own threads (the callback API), so a few link threads
+// poll thousands of machines.
 class GrpcAgentLink final : public AgentLink {
  public:
   explicit GrpcAgentLink(pki::Credential self) : self_(std::move(self)) {}
+  ~GrpcAgentLink() override;
   absl::StatusOr<v1::PollResponse> Poll(const std::string& address, const v1::PollRequest& request,
                                         int64_t timeout_ms) override;
+  void PollAsync(const std::string& address, const v1::PollRequest& request, int64_t timeout_ms,
+                 Done done) override;
+  void CancelAll() override;
 
  private:
+  struct Call;
+  v1::Agent::Stub* StubFor(const std::string& address, const std::string& machine);
+
   const pki::Credential self_;
   std::mutex mu_;
+  std::condition_variable idle_;
   std::map<std::pair<std::string, std::string>, std::unique_ptr<v1::Agent::Stub>> stubs_;
+  std::set<Call*> calls_;  // in flight
 };
 
 }  // namespace herd::master

@@ -146,6 +146,18 @@ absl::StatusOr<v1::CellInfo> MachinesApi::GetCell(const Principal& who) {
   info.set_durable_revision(ctx_.committer->durable_revision());
   info.set_version(ctx_.options->version);
   info.set_started_ms(ctx_.started_ms);
+  if (ctx_.link != nullptr) {
+    const LinkShard::Stats st = ctx_.link->GetStats();
+    v1::LinkStats* l = info.mutable_link();
+    l->set_polls(st.polls);
+    l->set_full_polls(st.full_polls);
+    l->set_failures(st.failures);
+    l->set_in_flight(st.in_flight);
+    l->set_machines_behind(st.machines_behind);
+    l->set_latency_p50_ms(st.latency_p50_ms);
+    l->set_latency_p99_ms(st.latency_p99_ms);
+    l->set_latency_max_ms(st.latency_max_ms);
+  }
   return info;
 }
 

@@ -1,9 +1,11 @@
 #include "master/core/link/link_shard.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/ids.h"
 #include "base/log.h"
 #include "master/core/link/reconcile.h"
 
@@ -23,6 +25,19 @@ std::string Summarize(const absl::Status& st, int64_t timeout_ms) {
 }
 
 }  // namespace
+
+struct LinkShard::Plan {
+  std::string name;
+  bool up = false;
+  std::string address;
+  v1::PollRequest request;
+  // Every run wanted on the machine at request.revision(), whether the
+  // request carries them all or only what changed.
+  std::shared_ptr<const absl::flat_hash_set<std::string>> sent;
+  int new_runs = 0;  // runs the agent is handed that it did not hold
+  int64_t timeout_ms = 0;
+  int64_t started_ms = 0;  // monotonic, when sent
+};
 
 LinkShard::LinkShard(Committer* committer, AgentLink* link, Clock* clock, Options opts)
     : committer_(committer), link_(link), clock_(clock), opts_(std::move(opts)) {}
@@ -57,6 +72,12 @@ void LinkShard::Stop() {
   }
   for (auto& t : workers_) t.join();
   workers_.clear();
+  // Nothing may call back into a stopped shard.
+  link_->CancelAll();
+  absl::MutexLock l(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return outstanding_ == 0; };
+  mu_.Await(absl::Condition(&idle));
+  completions_.clear();
 }
 
 void LinkShard::Schedule(const std::string& name, Entry& e, int64_t due) {
@@ -87,8 +108,23 @@ void LinkShard::PollAllOnce() {
       absl::MutexLock l(&mu_);
       auto [it, added] = entries_.try_emplace(name);
       if (added) it->second.health.last_ok_ms = clock_->MonotonicMs();
+      if (it->second.in_flight) continue;
+      it->second.in_flight = true;
+      ++in_flight_;
     }
-    PollOne(name);
+    std::shared_ptr<Plan> plan = BuildPlan(name);
+    if (plan == nullptr) {
+      absl::MutexLock l(&mu_);
+      entries_.erase(name);
+      --in_flight_;
+      continue;
+    }
+    if (committer_->WaitDurable(plan->request.revision()).ok()) {
+      plan->started_ms = clock_->MonotonicMs();
+      Finish(*plan, link_->Poll(plan->address, plan->request, plan->timeout_ms));
+    }
+    absl::MutexLock l(&mu_);
+    Done(name);
   }
 }
 
@@ -99,36 +135,79 @@ std::optional<LinkShard::Health> LinkShard::GetHealth(const std::string& machine
   return it->second.health;
 }
 
+LinkShard::Stats LinkShard::GetStats() const {
+  Stats st;
+  std::vector<float> lat;
+  {
+    absl::MutexLock l(&mu_);
+    st.polls = polls_;
+    st.full_polls = full_polls_;
+    st.failures = failures_;
+    st.in_flight = in_flight_;
+    for (const auto& [name, e] : entries_) st.machines_behind += e.health.starts_pending > 0;
+    lat = latencies_;
+  }
+  if (lat.empty()) return st;
+  std::sort(lat.begin(), lat.end());
+  auto at = [&lat](double p) { return lat[std::min(lat.size() - 1, static_cast<size_t>(p * (lat.size() - 1) + 0.5))]; };
+  st.latency_p50_ms = at(0.5);
+  st.latency_p99_ms = at(0.99);
+  st.latency_max_ms = lat.back();
+  return st;
+}
+
 void LinkShard::Worker() {
   while (true) {
+    std::optional<Completion> done;
     std::string name;
     {
       absl::MutexLock l(&mu_);
       while (true) {
         if (stopping_) return;
-        int64_t now = clock_->MonotonicMs();
-        if (!due_.empty() && due_.begin()->first <= now) break;
-        int64_t wait = due_.empty() ? 1000 : std::min<int64_t>(1000, due_.begin()->first - now);
-        // Wake early if something becomes due sooner (a Kick) or we stop.
+        if (!completions_.empty()) break;
+        const int64_t now = clock_->MonotonicMs();
+        const bool room = in_flight_ < opts_.max_in_flight;
+        if (room && !due_.empty() && due_.begin()->first <= now) break;
+        const int64_t wait = !room || due_.empty() ? 1000 : std::min<int64_t>(1000, due_.begin()->first - now);
+        // Wake early for a reply, for something due sooner (a Kick), or to stop.
         const int64_t earliest = due_.empty() ? INT64_MAX : due_.begin()->first;
-        auto sooner = [this, earliest]() { return stopping_ || (!due_.empty() && due_.begin()->first < earliest); };
+        auto sooner = [this, earliest]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || !completions_.empty() ||
+                 (in_flight_ < opts_.max_in_flight && !due_.empty() && due_.begin()->first < earliest);
+        };
         mu_.AwaitWithTimeout(absl::Condition(&sooner), absl::Milliseconds(std::max<int64_t>(1, wait)));
       }
-      name = due_.begin()->second;
-      due_.erase(due_.begin());
-      Entry& e = entries_[name];
-      e.in_flight = true;
-      e.kicked = false;
+      if (!completions_.empty()) {
+        done = std::move(completions_.front());
+        completions_.pop_front();
+      } else {
+        name = due_.begin()->second;
+        due_.erase(due_.begin());
+        Entry& e = entries_[name];
+        e.in_flight = true;
+        e.kicked = false;
+        ++in_flight_;
+      }
     }
-    PollOne(name);
-    absl::MutexLock l(&mu_);
-    auto it = entries_.find(name);
-    if (it == entries_.end()) continue;
-    it->second.in_flight = false;
-    int64_t now = clock_->MonotonicMs();
-    Schedule(name, it->second, it->second.kicked ? now : now + opts_.poll_interval_ms);
-    it->second.kicked = false;
+    if (done) {
+      Finish(*done->plan, done->response);
+      absl::MutexLock l(&mu_);
+      Done(done->plan->name);
+    } else {
+      Begin(name);
+    }
   }
+}
+
+void LinkShard::Done(const std::string& name) {
+  --in_flight_;
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return;
+  Entry& e = it->second;
+  e.in_flight = false;
+  const int64_t now = clock_->MonotonicMs();
+  Schedule(name, e, e.kicked ? now : now + opts_.poll_interval_ms);
+  e.kicked = false;
 }
 
 bool LinkShard::MayMarkDown(int64_t now) {
@@ -156,34 +235,102 @@ bool LinkShard::MayMarkDown(int64_t now) {
   return true;
 }
 
-void LinkShard::PollOne(const std::string& name) {
-  struct Plan {
-    bool exists = false;
-    bool up = false;
-    std::string address;
-    v1::PollRequest request;
-    absl::flat_hash_set<std::string> sent;
-  };
-  Plan plan = committer_->Read([&](const cell::CellState& s) {
-    Plan p;
+
+std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
+  std::shared_ptr<const absl::flat_hash_set<std::string>> acked;
+  int64_t acked_revision = 0;
+  bool full = true;
+  int32_t pending = 0;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = entries_.find(name);
+    if (it != entries_.end()) {
+      const Entry& e = it->second;
+      acked = e.acked;
+      acked_revision = e.acked_revision;
+      pending = e.health.starts_pending;
+      full = acked == nullptr || acked_revision == 0 ||
+             clock_->MonotonicMs() - e.last_full_ms >= opts_.full_poll_interval_ms;
+    }
+  }
+  auto plan = std::make_shared<Plan>();
+  plan->name = name;
+  const bool exists = committer_->Read([&](const cell::CellState& s) {
     const cell::Machine* m = s.FindMachine(name);
-    if (m == nullptr) return p;
-    p.exists = true;
-    p.up = m->state() == v1::Machine::UP;
-    p.address = m->address();
-    p.request = BuildPollRequest(s, *m);
-    p.request.set_master(opts_.master_name);
-    for (const auto& run : p.request.desired()) p.sent.insert(run.run_id());
-    return p;
+    if (m == nullptr) return false;
+    plan->up = m->state() == v1::Machine::UP;
+    plan->address = m->address();
+    v1::PollRequest& req = plan->request;
+    req.set_machine(name);
+    req.set_revision(s.revision());
+    req.set_master(opts_.master_name);
+    auto sent = std::make_shared<absl::flat_hash_set<std::string>>();
+    sent->reserve(m->tasks().size());
+    for (const cell::Task* t : m->tasks()) {
+      std::string id = RunId(t->job()->id, t->index(), t->incarnation());
+      const bool held = acked != nullptr && acked->contains(id);
+      if (full || !held) *req.add_desired() = BuildTaskRun(s, *t);
+      plan->new_runs += !held;
+      sent->insert(std::move(id));
+    }
+    if (!full) {
+      req.set_delta(true);
+      req.set_base_revision(acked_revision);
+      for (const std::string& id : *acked) {
+        if (!sent->contains(id)) req.add_stop(id);
+      }
+    }
+    plan->sent = std::move(sent);
+    return true;
   });
-  if (!plan.exists) {
+  if (!exists) return nullptr;
+  plan->timeout_ms = opts_.poll_timeout_ms + opts_.poll_timeout_per_start_ms * (plan->new_runs + pending);
+  return plan;
+}
+
+void LinkShard::Begin(const std::string& name) {
+  std::shared_ptr<Plan> plan = BuildPlan(name);
+  if (plan == nullptr) {
     absl::MutexLock l(&mu_);
     entries_.erase(name);
+    --in_flight_;
     return;
   }
   // Never tell an agent about state that could still be lost.
-  if (!committer_->WaitDurable(plan.request.revision()).ok()) return;
-  absl::StatusOr<v1::PollResponse> resp = link_->Poll(plan.address, plan.request, opts_.poll_timeout_ms);
+  if (!committer_->WaitDurable(plan->request.revision()).ok()) {
+    absl::MutexLock l(&mu_);
+    Done(name);
+    return;
+  }
+  plan->started_ms = clock_->MonotonicMs();
+  {
+    absl::MutexLock l(&mu_);
+    ++outstanding_;
+  }
+  link_->PollAsync(plan->address, plan->request, plan->timeout_ms,
+                   [this, plan](absl::StatusOr<v1::PollResponse> resp) {
+                     absl::MutexLock l(&mu_);
+                     completions_.push_back({plan, std::move(resp)});
+                     --outstanding_;
+                   });
+}
+
+void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>& resp) {
+  const std::string& name = plan.name;
+  const int64_t now_mono = clock_->MonotonicMs();
+  {
+    absl::MutexLock l(&mu_);
+    ++polls_;
+    full_polls_ += !plan.request.delta();
+    failures_ += !resp.ok();
+    const float ms = static_cast<float>(now_mono - plan.started_ms);
+    if (latencies_.size() < kLatencyWindow) {
+      latencies_.push_back(ms);
+    } else {
+      latencies_[latency_next_] = ms;
+      latency_next_ = (latency_next_ + 1) % kLatencyWindow;
+    }
+  }
   if (!resp.ok()) {
     bool mark_down = false;
     int misses;
@@ -191,29 +338,35 @@ void LinkShard::PollOne(const std::string& name) {
       absl::MutexLock l(&mu_);
       Entry& e = entries_[name];
       e.up = plan.up;
+      // The agent may or may not have applied it: send everything next.
+      e.acked = nullptr;
+      e.acked_revision = 0;
       Health& h = e.health;
       ++h.polls;
       misses = ++h.misses;
-      h.last_error = Summarize(resp.status(), opts_.poll_timeout_ms);
-      mark_down = plan.up && misses >= opts_.down_after_misses && MayMarkDown(clock_->MonotonicMs());
+      h.last_error = Summarize(resp.status(), plan.timeout_ms);
+      mark_down = plan.up && misses >= opts_.down_after_misses && MayMarkDown(now_mono);
       if (mark_down) {
         e.up = false;
-        e.downs.push_back(clock_->MonotonicMs());
+        e.downs.push_back(now_mono);
       }
       e.good_polls = 0;
     }
     if (misses == 1) HERD_LOG_WARN("poll of {} at {} failed: {}", name, plan.address, resp.status().ToString());
-    std::string why = Summarize(resp.status(), opts_.poll_timeout_ms);
+    std::string why = Summarize(resp.status(), plan.timeout_ms);
     if (mark_down) {
       v1::Mutation m;
       m.mutable_machine_down()->set_name(name);
-      m.mutable_machine_down()->set_reason(
-          absl::StrCat("missed ", misses, " polls: ", why));
+      m.mutable_machine_down()->set_reason(absl::StrCat("missed ", misses, " polls: ", why));
       auto st = committer_->CommitEach("master", {m});
       if (st[0].ok()) HERD_LOG_WARN("machine {} marked down after {} missed polls", name, misses);
     }
     return;
   }
+  // A full poll is always applied; a delta only by an agent that held its
+  // base revision (otherwise it applied nothing, and gets everything now).
+  const bool holds = resp->desired_revision() == plan.request.revision();
+  const bool applied = !plan.request.delta() || holds;
   bool stay_down = false;
   int need_polls = 1, flap_downs = 0;
   {
@@ -221,11 +374,23 @@ void LinkShard::PollOne(const std::string& name) {
     Entry& e = entries_[name];
     Health& h = e.health;
     ++h.polls;
+    h.full_polls += !plan.request.delta();
     h.misses = 0;
+    h.starts_pending = resp->starts_pending();
     ++e.good_polls;
+    if (holds) {
+      e.acked = plan.sent;
+      e.acked_revision = plan.request.revision();
+      if (!plan.request.delta()) e.last_full_ms = plan.started_ms;
+    } else {
+      // An agent that predates deltas (it never says what it holds), or one
+      // that lost track (restarted): whole desired states only.
+      e.acked = nullptr;
+      e.acked_revision = 0;
+      if (!applied) e.kicked = true;
+    }
     if (!plan.up) {
-      const int64_t now = clock_->MonotonicMs();
-      while (!e.downs.empty() && e.downs.front() < now - opts_.flap_window_ms) e.downs.pop_front();
+      while (!e.downs.empty() && e.downs.front() < now_mono - opts_.flap_window_ms) e.downs.pop_front();
       const int downs = static_cast<int>(e.downs.size());
       need_polls = downs <= 1 ? 1 : std::min<int>(opts_.max_flap_polls, 1 << std::min(downs - 1, 30));
       if (e.good_polls < need_polls) {
@@ -234,7 +399,7 @@ void LinkShard::PollOne(const std::string& name) {
       }
     }
     e.up = plan.up || !stay_down;
-    h.last_ok_ms = clock_->MonotonicMs();
+    h.last_ok_ms = now_mono;
     h.last_error.clear();
   }
   std::vector<v1::Mutation> changes;
@@ -248,8 +413,11 @@ void LinkShard::PollOne(const std::string& name) {
     changes.push_back(up);
     HERD_LOG_INFO("machine {} is back", name);
   }
+  // What the agent reports of runs it was not given says nothing yet.
+  static const absl::flat_hash_set<std::string> kNone;
+  const absl::flat_hash_set<std::string>& sent = applied ? *plan.sent : kNone;
   std::vector<v1::Mutation> diff = committer_->Read(
-      [&](const cell::CellState& s) { return Reconcile(s, name, plan.sent, *resp, clock_->NowMs()); });
+      [&](const cell::CellState& s) { return Reconcile(s, name, sent, *resp, clock_->NowMs()); });
   for (auto& m : diff) changes.push_back(std::move(m));
   if (!changes.empty()) committer_->CommitEach(absl::StrCat("agent:", name), std::move(changes));
 }

@@ -1,7 +1,12 @@
 // LinkShard: polls agents (Borg §3.3). Every machine is polled every
-// poll_interval and at once when its desired state changes (Kick). A poll
-// sends the machine's complete desired state and turns the differences in the
-// reply into mutations. A machine that misses `down_after_misses` polls in a
+// poll_interval and at once when its desired state changes (Kick). Polls are
+// asynchronous (AgentLink::PollAsync): a few threads keep up to
+// max_in_flight polls going, so a slow agent holds up nobody else. A poll
+// carries what changed in the machine's desired state since the revision
+// the agent acknowledged (a delta), and the whole of it the first time,
+// when the agent lost track, and every full_poll_interval_ms (reconciling
+// whatever a delta could have missed); the master turns the differences in
+// the reply into mutations. A machine that misses `down_after_misses` polls in a
 // row is marked DOWN (its tasks go back to PENDING) -- at most a fraction of
 // the cell per window, so a network partition does not look like the loss of
 // half the cell. A DOWN machine that answers is marked UP again; since its old
@@ -12,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,6 +25,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "master/core/committer.h"
@@ -35,7 +43,15 @@ class LinkShard {
     // starting many tasks is not taken for a dead one (a machine is marked
     // down by missed contact: refused connections, or no answer this long).
     int64_t poll_timeout_ms = 10'000;
+    // A poll that hands the agent new runs may take this much longer per
+    // run (and per start the agent said it still has to make): the deadline
+    // follows the work in flight, not just the interval.
+    int64_t poll_timeout_per_start_ms = 5;
     int threads = 4;
+    // Polls in flight at once, over all machines.
+    int max_in_flight = 2048;
+    // How often a machine gets its whole desired state rather than a delta.
+    int64_t full_poll_interval_ms = 60'000;
     // At most this fraction of the cell's machines (at least one) is marked
     // down per down window: poll_interval * down_after_misses, and never
     // less than min_down_window_ms (so a 3-machine cell loses at most one
@@ -61,7 +77,25 @@ class LinkShard {
     int64_t last_ok_ms = 0;  // monotonic
     std::string last_error;
     int64_t polls = 0;
+    int64_t full_polls = 0;  // of which carried the whole desired state
+    // Starts the agent said it still had to make (it is behind, not dead).
+    int32_t starts_pending = 0;
   };
+
+  // The whole shard's figures (for GetCell and benchmarks).
+  struct Stats {
+    int64_t polls = 0;
+    int64_t full_polls = 0;
+    int64_t failures = 0;
+    int32_t in_flight = 0;
+    int32_t machines_behind = 0;  // with starts pending
+    // Poll round trips (send to reply, the agent's work included) over the
+    // last kLatencyWindow polls.
+    double latency_p50_ms = 0;
+    double latency_p99_ms = 0;
+    double latency_max_ms = 0;
+  };
+  static constexpr size_t kLatencyWindow = 10'000;
 
   LinkShard(Committer* committer, AgentLink* link, Clock* clock, Options opts);
   ~LinkShard();
@@ -75,8 +109,10 @@ class LinkShard {
   // (the simulator drives the link this way instead of Start()).
   void PollAllOnce();
   std::optional<Health> GetHealth(const std::string& machine) const;
+  Stats GetStats() const;
 
  private:
+  struct Plan;
   struct Entry {
     int64_t due_ms = 0;
     bool in_flight = false;
@@ -85,9 +121,25 @@ class LinkShard {
     std::deque<int64_t> downs;  // when it was marked down, within flap_window_ms
     int good_polls = 0;         // answered in a row
     Health health;
+    // The desired state the agent holds (0: none we know of; the next poll
+    // is full) and its runs.
+    int64_t acked_revision = 0;
+    std::shared_ptr<const absl::flat_hash_set<std::string>> acked;
+    int64_t last_full_ms = 0;  // monotonic
+  };
+  struct Completion {
+    std::shared_ptr<Plan> plan;
+    absl::StatusOr<v1::PollResponse> response;
   };
   void Worker();
-  void PollOne(const std::string& name);
+  // Builds the request for one machine (nullptr: the machine is gone).
+  std::shared_ptr<Plan> BuildPlan(const std::string& name);
+  // Starts one poll; its completion is queued for a worker.
+  void Begin(const std::string& name);
+  // Handles a poll's reply or failure.
+  void Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>& resp);
+  // The entry is no longer in flight; schedules its next poll.
+  void Done(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Schedule(const std::string& name, Entry& e, int64_t due) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether one more machine may be marked down now (and counts it if so).
   bool MayMarkDown(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -103,6 +155,15 @@ class LinkShard {
   std::deque<int64_t> downs_ ABSL_GUARDED_BY(mu_);  // times machines were marked down
   bool holding_ ABSL_GUARDED_BY(mu_) = false;       // logged that marking down is held
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<Completion> completions_ ABSL_GUARDED_BY(mu_);
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // begun, not yet finished
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // PollAsync not yet called back
+  // Counters and the last kLatencyWindow round trips (a ring).
+  int64_t polls_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t full_polls_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<float> latencies_ ABSL_GUARDED_BY(mu_);
+  size_t latency_next_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> workers_;
 };
 

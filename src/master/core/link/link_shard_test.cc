@@ -128,5 +128,139 @@ TEST_F(DownRulesTest, AFlappingMachineWaitsLongerEachTimeBeforeItIsUpAgain) {
   EXPECT_TRUE(m0_up());
 }
 
+// Delta polls (issue #11): after the first poll a machine is sent only what
+// changed in its desired state, so a poll's size follows the work, not the
+// state; an agent that lost track gets everything at once, and every machine
+// gets its whole desired state every full_poll_interval_ms.
+class DeltaPollTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    MasterOptions o;
+    o.link.poll_interval_ms = 1000;
+    o.link.full_poll_interval_ms = 60'000;
+    o.scheduler_loop.idle_wait_ms = 0;
+    auto core = MasterCore::Create(&store_, &link_, &clock_, o);
+    ASSERT_TRUE(core.ok()) << core.status();
+    core_ = std::move(*core);
+    v1::RegisterMachineRequest r;
+    *r.mutable_machine() = MachineBuilder("m0").Cpu(64000).Address("m0:1").Build();
+    ASSERT_TRUE(core_->machines().RegisterMachine(Principal::Machine("m0"), r).ok());
+  }
+  void Submit(const std::string& name, int tasks) {
+    v1::SubmitRequest req;
+    *req.add_jobs() = JobBuilder(name).Tasks(tasks).Cpu(100).Build();
+    ASSERT_TRUE(core_->jobs().Submit(Principal::User("alice"), req).ok());
+    // Until the scheduler has nothing more to do (a pass, then its proposals
+    // committed).
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(core_->StepScheduler().ok());
+  }
+  void Kill(const std::string& name) {
+    v1::KillRequest k;
+    k.set_job(name);
+    ASSERT_TRUE(core_->jobs().Kill(Principal::User("alice"), k).ok());
+  }
+  void Poll() {
+    clock_.AdvanceMs(1000);
+    core_->PollAllMachines();
+  }
+  v1::PollRequest Last() { return link_.LastRequest("m0:1"); }
+  // Tasks RUNNING and ACTIVE, and tasks ever placed again (lost, moved).
+  std::pair<int, int> ActiveAndReplaced() {
+    return core_->committer().Read([](const cell::CellState& s) {
+      std::pair<int, int> n{0, 0};
+      for (const auto& [id, job] : s.jobs()) {
+        for (const cell::Task& t : job->tasks) {
+          n.first += t.state() == v1::Task::RUNNING && t.phase() == v1::Task::ACTIVE;
+          n.second += t.incarnation() > 1;
+        }
+      }
+      return n;
+    });
+  }
+
+  store::MemoryLogStore store_;
+  FakeAgentLink link_;
+  ManualClock clock_;
+  std::unique_ptr<MasterCore> core_;
+};
+
+TEST_F(DeltaPollTest, PollsAfterTheFirstCarryOnlyWhatChanged) {
+  link_.SetDeltas("m0:1", true);
+  Submit("a", 5);
+  Poll();
+  EXPECT_FALSE(Last().delta());
+  EXPECT_EQ(Last().desired_size(), 5);
+  const int64_t first = Last().revision();
+  Poll();
+  ASSERT_TRUE(Last().delta());
+  EXPECT_EQ(Last().base_revision(), first);
+  EXPECT_EQ(Last().desired_size(), 0) << "nothing changed, nothing sent";
+  EXPECT_EQ(Last().stop_size(), 0);
+  Submit("b", 3);
+  Poll();
+  ASSERT_TRUE(Last().delta());
+  EXPECT_EQ(Last().desired_size(), 3);
+  const v1::PollRequest added = Last();
+  for (const auto& run : added.desired()) EXPECT_EQ(run.ref().job(), "alice/b");
+  EXPECT_EQ(ActiveAndReplaced(), std::make_pair(8, 0));
+  Kill("a");
+  Poll();
+  ASSERT_TRUE(Last().delta());
+  EXPECT_EQ(Last().desired_size(), 0);
+  EXPECT_EQ(Last().stop_size(), 5);
+  EXPECT_EQ(link_.Runs("m0:1"), 3);
+  EXPECT_EQ(link_.RefusedDeltas("m0:1"), 0);
+  EXPECT_EQ(ActiveAndReplaced(), std::make_pair(3, 0));
+}
+
+TEST_F(DeltaPollTest, AnAgentThatLostTrackGetsEverythingAndLosesNothing) {
+  link_.SetDeltas("m0:1", true);
+  Submit("a", 4);
+  Poll();
+  Poll();
+  ASSERT_TRUE(Last().delta());
+  link_.Restart("m0:1");  // it no longer knows the revision its deltas build on
+  Submit("b", 2);
+  Poll();
+  ASSERT_TRUE(Last().delta());
+  EXPECT_EQ(link_.RefusedDeltas("m0:1"), 1);
+  // Nothing was applied: b's tasks are not lost for being missing, a's
+  // are not touched.
+  EXPECT_EQ(ActiveAndReplaced(), std::make_pair(4, 0));
+  Poll();
+  EXPECT_FALSE(Last().delta()) << "the agent said it holds another revision: it gets the whole state";
+  EXPECT_EQ(Last().desired_size(), 6);
+  EXPECT_EQ(ActiveAndReplaced(), std::make_pair(6, 0));
+  Poll();
+  EXPECT_TRUE(Last().delta());
+}
+
+TEST_F(DeltaPollTest, EveryMachineGetsItsWholeStateEveryFullPollInterval) {
+  link_.SetDeltas("m0:1", true);
+  Submit("a", 2);
+  Poll();  // full, at 1 s
+  for (int i = 0; i < 59; ++i) {
+    Poll();
+    ASSERT_TRUE(Last().delta()) << "poll " << i;
+  }
+  Poll();  // 60 s after the full one
+  EXPECT_FALSE(Last().delta());
+  EXPECT_EQ(Last().desired_size(), 2);
+  auto h = core_->link()->GetHealth("m0");
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->full_polls, 2);
+  EXPECT_EQ(h->polls, 61);
+}
+
+TEST_F(DeltaPollTest, AnAgentThatPredatesDeltasGetsWholeStatesOnly) {
+  Submit("a", 3);
+  for (int i = 0; i < 3; ++i) {
+    Poll();
+    EXPECT_FALSE(Last().delta());
+    EXPECT_EQ(Last().desired_size(), 3);
+  }
+  EXPECT_EQ(ActiveAndReplaced(), std::make_pair(3, 0));
+}
+
 }  // namespace
 }  // namespace herd::master
