@@ -103,6 +103,7 @@ CgroupExtension::CgroupExtension(CgroupOptions options, std::unique_ptr<CgroupDr
     : options_(std::move(options)), agent_group_(AgentGroupOf(options_)), driver_(std::move(driver)) {}
 
 absl::Status CgroupExtension::SetUp() {
+  HERD_RETURN_IF_ERROR(LockAgentGroup());
   const std::string ls = AgentGroup() + "/ls";
   HERD_RETURN_IF_ERROR(driver_->Create(ls));
   HERD_RETURN_IF_ERROR(driver_->Create(BatchGroup()));
@@ -113,13 +114,45 @@ absl::Status CgroupExtension::SetUp() {
   l.cpu_quota_millis = options_.batch_cpu_millis;
   l.memory_bytes = options_.batch_memory_bytes;
   HERD_RETURN_IF_ERROR(driver_->SetLimits(BatchGroup(), l));
-  // Held for our lifetime: tells other agents on this host we are alive.
-  lock_fd_.Reset(open(driver_->Dir(AgentGroup()).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!lock_fd_.valid() || flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
-    HERD_LOG_WARN("cannot lock {} (another agent with this name and root?)", driver_->Dir(AgentGroup()));
-  }
   RemoveDeadAgents();
   return absl::OkStatus();
+}
+
+absl::Status CgroupExtension::LockAgentGroup() {
+  // The lock tells other agents on this host that we are alive, so it is
+  // taken before anything is put in the group: an agent starting beside us
+  // sweeps groups it can lock and finds empty (RemoveDeadAgents), and it
+  // used to find ours between our mkdir and our lock, and removed it under
+  // us (seen with herd up's agents starting together). A sweeper holds the
+  // lock only while it checks and removes, so we wait for it a moment, and
+  // if it removed the directory meanwhile we make it again.
+  const std::string dir = driver_->Dir(AgentGroup());
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    HERD_RETURN_IF_ERROR(driver_->Create(AgentGroup()));
+    Fd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) continue;  // removed right after we made it
+    bool locked = false;
+    for (int i = 0; i < 200 && !locked; ++i) {
+      locked = flock(fd.get(), LOCK_EX | LOCK_NB) == 0;
+      if (!locked) usleep(10'000);
+    }
+    if (!locked) {
+      // Held for two seconds: not a sweeper but a live agent of this name
+      // and root (a mistake the operator should hear of; go on as before).
+      HERD_LOG_WARN("cannot lock {} (another agent with this name and root?)", dir);
+      lock_fd_ = std::move(fd);
+      return absl::OkStatus();
+    }
+    // Still the directory at that path, or one a sweeper removed while we
+    // waited for its lock?
+    struct stat held, now;
+    if (fstat(fd.get(), &held) == 0 && stat(dir.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+        held.st_dev == now.st_dev) {
+      lock_fd_ = std::move(fd);
+      return absl::OkStatus();
+    }
+  }
+  return absl::InternalError(absl::StrCat("cannot make and lock ", dir, ": it keeps being removed"));
 }
 
 bool CgroupExtension::HasProcesses(const std::string& group) const {

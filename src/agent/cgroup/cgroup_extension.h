@@ -145,6 +145,9 @@ class CgroupExtension : public Extension {
 
   CgroupExtension(CgroupOptions options, std::unique_ptr<CgroupDriver> driver);
   absl::Status SetUp();
+  // Makes the agent's group and takes its lock (lock_fd_), before anything
+  // goes in it.
+  absl::Status LockAgentGroup();
   void SampleRunsLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SampleMachineLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -5,12 +5,16 @@
 // (injected) memory shortage spares prod, recovery adopts groups and removes
 // stale ones, and the cost of Prepare.
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <set>
 
@@ -389,6 +393,56 @@ TEST_F(CgroupTest, AgentsOnOneHostHaveTheirOwnGroups) {
   b->Shutdown();  // empty: removes its directory
   EXPECT_FALSE(b->driver()->Exists(b->AgentGroup()));
   ext_ = a;
+}
+
+// Agents of one host starting together (herd up): one sweeping dead
+// agents' groups must never remove the group of another that is setting up.
+// Before, an agent made its groups and only then took the lock that says it
+// is alive, and a sibling's sweep removed them in between (its containers
+// were off for good: "cannot set up cgroups ... No such file or
+// directory"). Here the test plays the sweeper: it holds the new agent's
+// lock, waits until the agent has opened its directory, removes it and lets
+// go; the agent must end up with its groups, locked.
+TEST_F(CgroupTest, AnAgentSettingUpSurvivesASweepOfItsGroup) {
+  CgroupOptions o = Options();
+  o.agent_name = name_ + "-new";
+  std::shared_ptr<CgroupExtension> probe = CgroupExtension::Create(Options());  // for its driver
+  ext_ = probe;
+  CgroupDriver* d = probe->driver();
+  const std::string group = CgroupExtension::AgentGroupOf(o);
+  ASSERT_TRUE(d->Create(group).ok());
+  const std::string dir = d->Dir(group);
+  int sweeper = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(sweeper, 0);
+  ASSERT_EQ(flock(sweeper, LOCK_EX | LOCK_NB), 0);
+  std::shared_ptr<CgroupExtension> fresh;
+  std::thread setup([&] { fresh = CgroupExtension::Create(o); });
+  // The agent has its directory open (and waits for the lock, or -- as it
+  // used to -- has filled it already).
+  auto opened = [&] {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+      std::error_code ec2;
+      if (std::filesystem::read_symlink(e.path(), ec2).string() == dir && std::stoi(e.path().filename()) != sweeper) {
+        return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(Eventually(opened));
+  EXPECT_TRUE(d->Remove(group).ok());  // the sweep
+  close(sweeper);
+  setup.join();
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_EQ(fresh->version(), d->version()) << "containers went off";
+  EXPECT_TRUE(d->Exists(group + "/ls"));
+  EXPECT_TRUE(d->Exists(group + "/batch"));
+  // And it holds the lock on the directory that is there now.
+  int again = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(again, 0);
+  EXPECT_NE(flock(again, LOCK_EX | LOCK_NB), 0) << "nobody holds the live agent's lock";
+  close(again);
+  fresh->Shutdown();
 }
 
 TEST_F(CgroupTest, BatchLimitsAreSet) {
