@@ -796,5 +796,27 @@ TEST(SpecTest, PlacementLimits) {
               ElementsAre(HasSubstr("different_machines")));
 }
 
+// at_most_once (issue #11): off unless asked for, in every format.
+TEST(SpecTest, AtMostOnce) {
+  const std::string job = "name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\n";
+  EXPECT_FALSE(One(job).at_most_once());
+  EXPECT_TRUE(One(absl::StrCat(job, "at_most_once: true\n")).at_most_once());
+  EXPECT_FALSE(One(absl::StrCat(job, "at_most_once: false\n")).at_most_once());
+  EXPECT_TRUE(One(R"({"name": "h", "user": "u", "command": ["x"], "resources": {"cpu": 1, "memory": "1Gi"},
+                     "at_most_once": true})",
+                  "a.json")
+                  .at_most_once());
+  auto jsonnet = ParseText("{ name: 'h', user: 'u', command: ['x'], resources: { cpu: 1, memory: '1Gi' },\n"
+                           "  at_most_once: 1 < 2 }\n",
+                           "a.jsonnet", Format::kJsonnet);
+  ASSERT_TRUE(jsonnet.ok()) << jsonnet.status();
+  ASSERT_EQ(jsonnet->size(), 1u);
+  EXPECT_TRUE((*jsonnet)[0].at_most_once());
+  EXPECT_THAT(Errors(absl::StrCat(job, "at_most_once: sometimes\n")),
+              ElementsAre("job.yaml:5:15: at_most_once: expected true or false, got 'sometimes'"));
+  EXPECT_THAT(Errors(absl::StrCat(job, "at_most_one: true\n")),
+              ElementsAre(HasSubstr("unknown field 'at_most_one' (did you mean 'at_most_once'?)")));
+}
+
 }  // namespace
 }  // namespace herd::spec

@@ -53,6 +53,8 @@ class JobBuilder {
   }
   JobBuilder& Restart(v1::RestartPolicy::Mode mode) { spec_.mutable_restart()->set_mode(mode); return *this; }
   JobBuilder& DifferentMachines(bool on = true) { spec_.set_different_machines(on); return *this; }
+  JobBuilder& AtMostOnce(bool on = true) { spec_.set_at_most_once(on); return *this; }
+  JobBuilder& Grace(int64_t ms) { spec_.set_grace_period_ms(ms); return *this; }
   JobBuilder& MaxPerDomain(const std::string& attr, int32_t n) {
     (*spec_.mutable_max_per_domain())[attr] = n;
     return *this;

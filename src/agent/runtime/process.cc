@@ -214,8 +214,32 @@ std::string ExitStatus::DescribeBare() const {
   return message;
 }
 
-absl::StatusOr<ExitStatus> ParseExitLine(absl::string_view line) {
-  line = absl::StripTrailingAsciiWhitespace(line);
+namespace {
+absl::StatusOr<ExitStatus> ParseFirstExitLine(absl::string_view line);
+}  // namespace
+
+absl::StatusOr<ExitStatus> ParseExitLine(absl::string_view text) {
+  text = absl::StripTrailingAsciiWhitespace(text);
+  absl::string_view line = text, more;
+  if (size_t nl = text.find('\n'); nl != absl::string_view::npos) {
+    line = absl::StripTrailingAsciiWhitespace(text.substr(0, nl));
+    more = text.substr(nl + 1);
+  }
+  absl::StatusOr<ExitStatus> status = ParseFirstExitLine(line);
+  if (!status.ok()) return status;
+  for (absl::string_view extra : absl::StrSplit(more, '\n', absl::SkipWhitespace())) {
+    extra = absl::StripTrailingAsciiWhitespace(extra);
+    if (absl::ConsumePrefix(&extra, shim::kLeaseExpiredLine)) {
+      status->lease_expired = true;
+      status->killed_because = absl::StrCat("lease expired: ", extra);
+    }
+    // Other lines: from a newer shim; ignored.
+  }
+  return status;
+}
+
+namespace {
+absl::StatusOr<ExitStatus> ParseFirstExitLine(absl::string_view line) {
   ExitStatus status;
   absl::string_view rest = line;
   if (absl::ConsumePrefix(&rest, "exited ")) {
@@ -233,6 +257,7 @@ absl::StatusOr<ExitStatus> ParseExitLine(absl::string_view line) {
   }
   return absl::DataLossError(absl::StrCat("malformed exit record: \"", line, "\""));
 }
+}  // namespace
 
 absl::StatusOr<ExitStatus> ReadExitFile(const std::string& run_dir) {
   absl::StatusOr<std::string> text = ReadFile(run_dir + "/" + shim::kExitFile);

@@ -121,8 +121,13 @@ struct ExitStatus {
   // (set by the cgroup extension, which reads the cgroup's OOM count).
   bool oom = false;
   // Set when the agent itself ended the attempt (unhealthy, machine short of
-  // memory): said instead of the bare signal.
+  // memory), or the shim did because the machine's lease expired: said
+  // instead of the bare signal.
   std::string killed_because;
+  // herd-shim stopped the task (or did not start it) because the machine's
+  // lease from the master had expired (an at-most-once run; the exit file's
+  // "lease-expired WHY" line).
+  bool lease_expired = false;
 
   bool success() const { return kind == Kind::kExited && exit_code == 0; }
   // "exited with code 3", "killed by signal 9 (SIGKILL)", or the message;
@@ -132,7 +137,8 @@ struct ExitStatus {
   std::string DescribeBare() const;
 };
 
-// Parses the shim's exit line ("exited 3", "signaled 9", "failed MSG").
+// Parses the shim's exit record: its first line ("exited 3", "signaled 9",
+// "failed MSG"), then an optional "lease-expired WHY" line.
 absl::StatusOr<ExitStatus> ParseExitLine(absl::string_view line);
 // Reads RUN_DIR/exit. NOT_FOUND if the shim has not written it.
 absl::StatusOr<ExitStatus> ReadExitFile(const std::string& run_dir);

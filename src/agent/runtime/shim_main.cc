@@ -8,7 +8,9 @@
 // directory and user), records its identity in RUN_DIR/task.pid, waits for
 // it and records how it ended in RUN_DIR/exit. With --log-max-bytes it also
 // carries the task's output from pipes into RUN_DIR/stdout and stderr,
-// rotating them by size. When the task exits, the rest of its process group
+// rotating them by size. With --lease-file (at-most-once runs) it stops the
+// task once the machine's lease from the master has expired, even while no
+// agent runs. When the task exits, the rest of its process group
 // and any orphans it left (the shim is a child subreaper) are killed, so the
 // end of an attempt means all of its processes are gone. The shim outlives
 // the agent, so tasks keep running while the agent is down or upgraded, and a
@@ -34,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -190,6 +194,8 @@ struct Options {
   long gid = -1;
   // --bind SRC DST: (source, destination inside the root).
   std::vector<std::pair<std::string, std::string>> binds;
+  std::string lease_file;
+  long long lease_grace_ms = 10'000;
 };
 
 bool ParseNumber(const char* text, long long min, long long* out) {
@@ -239,6 +245,10 @@ int ParseOptions(int argc, char** argv, Options* o) {
       o->uid = static_cast<long>(n);
     } else if (strcmp(opt, shim::kOptGid) == 0 && ParseNumber(val, 0, &n)) {
       o->gid = static_cast<long>(n);
+    } else if (strcmp(opt, shim::kOptLeaseFile) == 0) {
+      o->lease_file = val;
+    } else if (strcmp(opt, shim::kOptLeaseGraceMs) == 0 && ParseNumber(val, 0, &n)) {
+      o->lease_grace_ms = n;
     } else {
       fprintf(stderr, "herd-shim: bad option %s %s\n", opt, val);
       return 0;
@@ -333,6 +343,66 @@ struct LogStream {
     return true;
   }
 };
+
+// ---- The lease (at-most-once runs) -------------------------------------
+
+bool ReadSmallFile(const std::string& path, std::string* out);
+
+// The machine's lease from the master (shim_protocol.h, ROOT/lease): valid
+// while its deadline, on CLOCK_MONOTONIC, is ahead. A file that cannot be
+// read or parsed, or that an earlier boot wrote, is no lease.
+class LeaseCheck {
+ public:
+  explicit LeaseCheck(std::string path) : path_(std::move(path)) {
+    std::string boot;
+    if (ReadSmallFile(shim::kBootIdPath, &boot)) {
+      while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();
+      boot_id_ = boot;
+    }
+  }
+  // Reads the file; false (and why) once the lease is no longer valid.
+  bool Valid(long long now_ms, std::string* why) const {
+    std::string text;
+    if (!ReadSmallFile(path_, &text)) {
+      *why = "cannot read the lease file " + path_ + " (" + strerror(errno) + ")";
+      return false;
+    }
+    shim::Lease lease;
+    if (!shim::ParseLease(text.c_str(), &lease)) {
+      *why = "the lease file " + path_ + " is malformed";
+      return false;
+    }
+    if (!boot_id_.empty() && boot_id_ != lease.boot_id) {
+      *why = "the lease file is from before the machine restarted";
+      return false;
+    }
+    if (now_ms >= lease.deadline_ms) {
+      *why = "no contact with the master for " + std::to_string(now_ms - lease.contact_ms) + " ms";
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  std::string path_;
+  std::string boot_id_;
+};
+
+// SIGKILL to the task's process group and, on cgroup v2, to its whole
+// cgroup (cgroup.kill beside each cgroup.procs it joined; v1 has none, and
+// the group kill plus the orphan sweep after the task's end do the rest).
+void KillTaskHard(pid_t task, const Options& o) {
+  kill(-task, SIGKILL);
+  for (const std::string& procs : o.cgroups) {
+    size_t slash = procs.rfind('/');
+    if (slash == std::string::npos) continue;
+    std::string kill_file = procs.substr(0, slash) + "/cgroup.kill";
+    int fd = open(kill_file.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    (void)!write(fd, "1", 1);
+    close(fd);
+  }
+}
 
 // ---- The task ----------------------------------------------------------
 
@@ -461,6 +531,8 @@ bool ReadWhole(const std::string& path, std::string* out) {
   errno = err;
   return n == 0;
 }
+
+bool ReadSmallFile(const std::string& path, std::string* out) { return ReadWhole(path, out); }
 
 std::vector<std::string> Split(const std::string& text, char sep) {
   std::vector<std::string> out;
@@ -732,6 +804,17 @@ int main(int argc, char** argv) {
       task_end = streams[s].file_fd;  // the task appends to the file itself
     }
   }
+  std::unique_ptr<LeaseCheck> lease;
+  if (!o.lease_file.empty()) {
+    lease = std::make_unique<LeaseCheck>(o.lease_file);
+    std::string why;
+    // The agent starts an at-most-once run only under a valid lease, but
+    // it may have run out since (a slow spawn): then the task must not start.
+    if (!lease->Valid(herd::SteadyNowMs(), &why)) {
+      fprintf(stderr, "herd-shim %s: lease expired: %s; not starting the task\n", g_run_dir.c_str(), why.c_str());
+      return Finish(std::string("failed ") + shim::kNotStartedMessage + "\n" + shim::kLeaseExpiredLine + why);
+    }
+  }
   int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (in < 0) return Fail("open /dev/null", errno);
   int report[2];
@@ -780,14 +863,47 @@ int main(int argc, char** argv) {
   // thus its process group id) cannot be reused while we kill what it left
   // behind in its group. Orphaned descendants re-parented to us meanwhile
   // are reaped.
+  // At-most-once: the lease is read every kLeaseCheckMs; once it has
+  // expired the task is stopped as the agent would stop it (SIGTERM, then
+  // SIGKILL after the grace period) and the exit record says why.
+  std::string lease_why;  // set once the stop for an expired lease began
+  long long next_check_ms = 0, kill_at_ms = 0;
+  bool lease_killed = false;
   while (!TaskExited(pid)) {
+    int timeout = -1;
+    if (lease != nullptr) {
+      const long long now = herd::SteadyNowMs();
+      if (lease_why.empty()) {
+        if (now >= next_check_ms) {
+          std::string why;
+          if (!lease->Valid(now, &why)) {
+            lease_why = why;
+            fprintf(stderr, "herd-shim %s: lease expired: %s; stopping the task (SIGTERM, SIGKILL after %lld ms)\n",
+                    g_run_dir.c_str(), why.c_str(), o.lease_grace_ms);
+            kill(-pid, SIGTERM);
+            kill_at_ms = now + o.lease_grace_ms;
+          }
+          next_check_ms = now + shim::kLeaseCheckMs;
+        }
+      }
+      if (!lease_why.empty() && !lease_killed && now >= kill_at_ms) {
+        KillTaskHard(pid, o);
+        lease_killed = true;
+      }
+      if (lease_why.empty()) {
+        timeout = static_cast<int>(next_check_ms - now);
+      } else if (!lease_killed) {
+        timeout = static_cast<int>(std::max(0LL, kill_at_ms - now));
+      }
+      if (timeout == 0) continue;
+    }
     struct pollfd fds[3];
     int nfds = 0;
     fds[nfds++] = {sig_fd, POLLIN, 0};
     for (LogStream& s : streams) {
       if (s.pipe_fd >= 0) fds[nfds++] = {s.pipe_fd, POLLIN, 0};
     }
-    if (poll(fds, static_cast<nfds_t>(nfds), -1) < 0 && errno != EINTR) return Fail("poll", errno);
+    if (poll(fds, static_cast<nfds_t>(nfds), timeout) < 0 && errno != EINTR) return Fail("poll", errno);
     struct signalfd_siginfo si;
     while (read(sig_fd, &si, sizeof(si)) > 0) {
     }
@@ -812,6 +928,7 @@ int main(int argc, char** argv) {
     if (s.pipe_fd >= 0) close(s.pipe_fd);
     if (s.file_fd >= 0) close(s.file_fd);
   }
-  if (WIFSIGNALED(status)) return Finish("signaled " + std::to_string(WTERMSIG(status)));
-  return Finish("exited " + std::to_string(WEXITSTATUS(status)));
+  const std::string why = lease_why.empty() ? "" : "\n" + std::string(shim::kLeaseExpiredLine) + lease_why;
+  if (WIFSIGNALED(status)) return Finish("signaled " + std::to_string(WTERMSIG(status)) + why);
+  return Finish("exited " + std::to_string(WEXITSTATUS(status)) + why);
 }

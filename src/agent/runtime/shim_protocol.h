@@ -24,6 +24,15 @@
 //                      the shim's own working directory; needed with --root)
 //   --uid N, --gid N   the task runs as this user and group (no
 //                      supplementary groups)
+//   --lease-file FILE  at-most-once runs: the machine's lease (below). The
+//                      shim reads it before starting the task (an expired
+//                      lease: the task is not started) and every
+//                      kLeaseCheckMs while it runs; once the lease has
+//                      expired (or the file cannot be read, or is from an
+//                      earlier boot) it stops the task: SIGTERM to its
+//                      process group, SIGKILL (and cgroup.kill on cgroup v2)
+//                      after --lease-grace-ms.
+//   --lease-grace-ms N the grace period of that stop
 //
 //   herd-shim --enter TASK_PID [--start-time T] [--cwd DIR] -- ARGV...
 //
@@ -48,9 +57,26 @@
 // RUN_DIR/exit      one line, written (tmp + rename) after the task ended and
 //                   its process group was killed, just before the shim exits:
 //                     "exited CODE" | "signaled SIGNO" | "failed MESSAGE"
+//                   A stop for an expired lease adds a second line
+//                   "lease-expired WHY" (e.g. "signaled 15\nlease-expired no
+//                   contact with the master for 3012 ms"); a task not
+//                   started for it is "failed the task was not started".
 // RUN_DIR/stdout, RUN_DIR/stderr  the task's output (appended), with
 //                   rotated predecessors stdout.1 (newest) .. stdout.K.
+//
+// ROOT/lease        the machine's lease for at-most-once runs, written by
+//                   the agent (tmp + rename) whenever a poll of the master
+//                   renews it: "DEADLINE_MS CONTACT_MS BOOT_ID\n", where
+//                   DEADLINE_MS is the CLOCK_MONOTONIC time (ms) the lease
+//                   runs out, CONTACT_MS the contact with the master it
+//                   was renewed from, and BOOT_ID the kernel's
+//                   /proc/sys/kernel/random/boot_id (CLOCK_MONOTONIC starts
+//                   over when the machine boots).
 #pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace herd::agent::shim {
 
@@ -83,5 +109,33 @@ inline constexpr int kEnterNotExecutableExit = 126;
 inline constexpr int kEnterNotFoundExit = 127;
 inline constexpr char kOptUid[] = "--uid";
 inline constexpr char kOptGid[] = "--gid";
+inline constexpr char kOptLeaseFile[] = "--lease-file";
+inline constexpr char kOptLeaseGraceMs[] = "--lease-grace-ms";
+
+// At-most-once runs (see --lease-file).
+inline constexpr char kLeaseFile[] = "lease";  // in the agent's root directory
+inline constexpr char kBootIdPath[] = "/proc/sys/kernel/random/boot_id";
+inline constexpr long long kLeaseCheckMs = 100;
+// The exit file's second line after a stop for an expired lease.
+inline constexpr char kLeaseExpiredLine[] = "lease-expired ";
+inline constexpr char kNotStartedMessage[] = "the task was not started";
+
+struct Lease {
+  long long deadline_ms = 0;  // CLOCK_MONOTONIC
+  long long contact_ms = 0;
+  char boot_id[64] = {0};
+};
+
+// Parses the lease file's text; false if it is malformed.
+inline bool ParseLease(const char* text, Lease* out) {
+  char boot[64] = {0};
+  long long deadline = 0, contact = 0;
+  if (std::sscanf(text, "%lld %lld %63s", &deadline, &contact, boot) != 3) return false;
+  if (deadline <= 0 || contact > deadline) return false;
+  out->deadline_ms = deadline;
+  out->contact_ms = contact;
+  std::memcpy(out->boot_id, boot, sizeof(boot));
+  return true;
+}
 
 }  // namespace herd::agent::shim

@@ -62,7 +62,8 @@ grpc::Status PollServer::Answer(const v1::PollRequest& req, v1::PollResponse* re
     // it cannot poll).
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, absl::StrCat("the agent of ", facts_.name, " is stopping"));
   }
-  last_poll_ms_ = clock_->MonotonicMs();
+  const int64_t received_ms = clock_->MonotonicMs();
+  last_poll_ms_ = received_ms;
   if (!req.machine().empty() && req.machine() != facts_.name) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         absl::StrCat("this agent is ", facts_.name, ", not ", req.machine()));
@@ -71,6 +72,26 @@ grpc::Status PollServer::Answer(const v1::PollRequest& req, v1::PollResponse* re
   int64_t holding;
   {
     absl::MutexLock l(&mu_);
+    if (req.lease_ms() > 0) {
+      // The lease runs from when the poll the master acknowledges arrived
+      // here: that was before the master saw our reply to it, its own last
+      // contact with this machine, so the lease never outlasts the time
+      // the master gives this machine before placing its at-most-once
+      // tasks elsewhere. Renewed before SetDesired, so runs held for want
+      // of a lease start with this poll.
+      if (req.lease_ack() != 0) {
+        for (const auto& [token, at] : lease_polls_) {
+          if (token == req.lease_ack()) {
+            runs_->RenewLease(clock_->MonotonicMs() - at, req.lease_ms());
+            break;
+          }
+        }
+      }
+      if (req.lease_token() != 0) {
+        lease_polls_.emplace_back(req.lease_token(), received_ms);
+        if (lease_polls_.size() > kLeasePolls) lease_polls_.pop_front();
+      }
+    }
     applied = ApplyLocked(req, &changed);
     // The first desired state is always handed over: until then the runs
     // the table recovered from disk count as desired.
@@ -120,7 +141,7 @@ Registrar::Registrar(v1::Herd::StubInterface* master, const PollServer& polls, s
     : master_(master), polls_(polls), address_(std::move(address)), clock_(clock), master_name_(std::move(master_name)) {}
 
 void Registrar::Tick() {
-  const int64_t last_contact = std::max(registered_at_, polls_.last_poll_ms());
+  const int64_t last_contact = std::max(registered_at_.load(), polls_.last_poll_ms());
   if (registered_at_ != 0 && clock_->MonotonicMs() - last_contact <= 5 * interval_ms_) return;
   grpc::Status st = Register();
   if (st.ok()) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -64,6 +65,11 @@ class PollServer {
   const MachineFacts facts_;
   Clock* const clock_;
   const int64_t start_wait_ms_;
+  // The lease tokens of the last polls and when they came (monotonic), so
+  // a later poll's lease_ack renews the lease from when the acknowledged
+  // one arrived (PollRequest.lease_ms).
+  static constexpr size_t kLeasePolls = 16;
+  std::deque<std::pair<uint64_t, int64_t>> lease_polls_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> last_poll_ms_{0};
   std::atomic<bool> draining_{false};
 
@@ -92,7 +98,7 @@ class Registrar {
   Clock* const clock_;
   const std::string master_name_;  // for the log
   int64_t interval_ms_ = 2000;
-  int64_t registered_at_ = 0;
+  std::atomic<int64_t> registered_at_{0};  // read by other threads (registered())
   bool warned_ = false;
 };
 

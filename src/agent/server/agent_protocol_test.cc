@@ -130,6 +130,67 @@ TEST_F(PollServerTest, AStoppingAgentRefusesPollsAndAPollForAnotherMachineIsRefu
   EXPECT_EQ(polls_.Answer(req, &resp).error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
+// A run table that only records lease renewals.
+class LeaseRecorder : public RunTable {
+ public:
+  void SetDesired(const std::vector<v1::TaskRun>&) override {}
+  std::vector<v1::RunStatus> Observe(uint64_t* version) const override {
+    if (version != nullptr) *version = 1;
+    return {};
+  }
+  uint64_t WaitForChange(uint64_t, int64_t) const override { return 1; }
+  uint64_t Version() const override { return 1; }
+  void DescribeMachine(v1::PollResponse*) const override {}
+  int64_t started_ms() const override { return 0; }
+  void RenewLease(int64_t contact_age_ms, int64_t lease_ms) override { renewals.emplace_back(contact_age_ms, lease_ms); }
+  std::vector<std::pair<int64_t, int64_t>> renewals;  // (age, lease)
+};
+
+// At-most-once (issue #11): a poll renews the lease from when the poll it
+// acknowledges arrived -- the master saw our reply to that one, so it counts
+// the same contact -- never from a poll whose reply the master may not have
+// had.
+TEST(PollServerLease, APollRenewsTheLeaseFromTheContactItAcknowledges) {
+  ManualClock clock;
+  LeaseRecorder table;
+  PollServer polls(&table, MachineFacts{"m1", ResourceVector(), {}}, &clock, /*start_wait_ms=*/0);
+  auto poll = [&](uint64_t token, uint64_t ack, int64_t lease_ms = 3000) {
+    v1::PollRequest req;
+    req.set_machine("m1");
+    req.set_revision(1);
+    req.set_lease_ms(lease_ms);
+    req.set_lease_token(token);
+    req.set_lease_ack(ack);
+    v1::PollResponse resp;
+    EXPECT_TRUE(polls.Answer(req, &resp).ok());
+  };
+  poll(11, 0);
+  EXPECT_TRUE(table.renewals.empty()) << "nothing acknowledged yet: no lease";
+  clock.AdvanceMs(700);
+  poll(12, 11);
+  ASSERT_EQ(table.renewals.size(), 1u);
+  EXPECT_EQ(table.renewals[0], std::make_pair(int64_t{700}, int64_t{3000})) << "from when poll 11 arrived";
+  clock.AdvanceMs(500);
+  poll(13, 99);  // a token this agent never saw (another master's)
+  EXPECT_EQ(table.renewals.size(), 1u);
+  clock.AdvanceMs(200);
+  poll(14, 12);  // the master did not get 13's reply; 12 still counts
+  ASSERT_EQ(table.renewals.size(), 2u);
+  EXPECT_EQ(table.renewals[1], std::make_pair(int64_t{700}, int64_t{3000}));
+  poll(15, 14, /*lease_ms=*/0);  // a master that grants no lease
+  EXPECT_EQ(table.renewals.size(), 2u);
+  // A stopping agent refuses polls: no renewal either.
+  polls.Drain();
+  v1::PollRequest req;
+  req.set_machine("m1");
+  req.set_lease_ms(3000);
+  req.set_lease_token(16);
+  req.set_lease_ack(14);
+  v1::PollResponse resp;
+  EXPECT_FALSE(polls.Answer(req, &resp).ok());
+  EXPECT_EQ(table.renewals.size(), 2u);
+}
+
 TEST(HollowRunTable, RunsEndByThemselvesWhenGivenARunTimeAndStoppedOnesVanish) {
   ManualClock clock;
   HollowRuntime runtime(HollowRuntime::Options{.start_ms = 0, .max_parallel_starts = 2, .run_ms = 100}, &clock);

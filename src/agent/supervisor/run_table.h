@@ -30,6 +30,11 @@ class RunTable {
   virtual void DescribeMachine(v1::PollResponse* response) const = 0;
   // Wall time (ms) this table was created (PollResponse.agent_started_ms).
   virtual int64_t started_ms() const = 0;
+  // The master acknowledged a contact that happened `contact_age_ms` ago:
+  // the machine's lease for at-most-once runs now lasts until `lease_ms`
+  // after that contact (see PollRequest.lease_ms). A table without such
+  // runs may ignore it.
+  virtual void RenewLease(int64_t contact_age_ms, int64_t lease_ms) {}
 };
 
 }  // namespace herd::agent

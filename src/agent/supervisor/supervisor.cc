@@ -20,6 +20,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "agent/runtime/shim_protocol.h"
 #include "agent/supervisor/restart_policy.h"
@@ -131,6 +132,19 @@ absl::StatusOr<std::unique_ptr<Supervisor>> Supervisor::Create(Options options) 
 absl::Status Supervisor::Init() {
   HERD_RETURN_IF_ERROR(MakeDir(options_.root_dir));
   HERD_RETURN_IF_ERROR(MakeDir(options_.root_dir + "/runs"));
+  if (absl::StatusOr<std::string> boot = ReadFile(shim::kBootIdPath); boot.ok()) {
+    boot_id_ = std::string(absl::StripAsciiWhitespace(*boot));
+  }
+  // The lease a previous agent held on this boot still stands (its shims
+  // go by it); one from an earlier boot means nothing (CLOCK_MONOTONIC
+  // started over).
+  if (absl::StatusOr<std::string> text = ReadFile(LeasePath()); text.ok()) {
+    shim::Lease lease;
+    if (shim::ParseLease(text->c_str(), &lease) && lease.boot_id == boot_id_) {
+      absl::MutexLock l(&mu_);
+      lease_deadline_ms_ = lease.deadline_ms;
+    }
+  }
   std::string lock_path = options_.root_dir + "/supervisor.lock";
   lock_fd_.Reset(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (!lock_fd_.valid()) return ErrnoToStatus(errno, "open " + lock_path);
@@ -188,6 +202,62 @@ std::string Supervisor::RunPath(absl::string_view run_id) const {
 
 int64_t Supervisor::GraceMs(const Run& run) const {
   return run.spec.grace_period_ms() > 0 ? run.spec.grace_period_ms() : options_.default_grace_period_ms;
+}
+
+// ---- The lease (at-most-once runs) ---------------------------------------
+
+std::string Supervisor::LeasePath() const { return absl::StrCat(options_.root_dir, "/", shim::kLeaseFile); }
+
+void Supervisor::RenewLease(int64_t contact_age_ms, int64_t lease_ms) {
+  if (lease_ms <= 0) return;
+  // CLOCK_MONOTONIC, whatever options_.clock is: the shims compare it.
+  const int64_t now = SteadyNowMs();
+  const int64_t contact = now - std::max<int64_t>(0, contact_age_ms);
+  const int64_t deadline = contact + lease_ms;
+  absl::MutexLock w(&lease_write_mu_);
+  absl::Status st = WriteFileAtomic(
+      LeasePath(), absl::StrCat(deadline, " ", contact, " ", boot_id_.empty() ? "-" : boot_id_, "\n"));
+  if (!st.ok()) {
+    // The shims go by the file: so does the supervisor.
+    if (!lease_write_warned_) HERD_LOG_ERROR("cannot renew the lease of at-most-once tasks: {}", st.ToString());
+    lease_write_warned_ = true;
+    return;
+  }
+  lease_write_warned_ = false;
+  absl::MutexLock l(&mu_);
+  const bool was_valid = now < lease_deadline_ms_;
+  lease_deadline_ms_ = deadline;
+  if (!was_valid && now < deadline) {
+    bool held = false;
+    for (const auto& [id, run] : runs_) held |= run->spec.at_most_once();
+    if (held) {
+      HERD_LOG_INFO("the master renewed the lease: at-most-once runs may start");
+      Wake();
+    }
+  }
+}
+
+bool Supervisor::LeaseValid() const {
+  absl::MutexLock l(&mu_);
+  return SteadyNowMs() < lease_deadline_ms_;
+}
+
+bool Supervisor::HeldForLeaseLocked(const Run& run, int64_t steady_now_ms) const {
+  return run.spec.at_most_once() && steady_now_ms >= lease_deadline_ms_;
+}
+
+void Supervisor::SayHeldForLeaseLocked(Run& run) {
+  // A run stopped for the lease already says so (AttemptEndedLocked).
+  if (run.state.phase != v1::Task::STARTING) return;
+  std::string message =
+      lease_deadline_ms_ == 0
+          ? "waiting: at-most-once, and no lease from the master yet; starts once a poll renews it"
+          : "waiting: at-most-once, and the lease from the master has expired; starts once a poll renews it";
+  if (run.state.message == message) return;
+  HERD_LOG_INFO("run {}: {}", run.spec.run_id(), message);
+  run.state.message = std::move(message);
+  PersistLocked(run);
+  ChangedLocked();
 }
 
 void Supervisor::Wake() {
@@ -455,10 +525,14 @@ void Supervisor::Loop() {
 int Supervisor::NextTimeoutMsLocked() {
   if (starts_left_) return 0;
   const int64_t now = options_.clock->MonotonicMs();
+  const int64_t steady_now = SteadyNowMs();
   int64_t next = now + kMaxSleepMs;
   if (options_.gc_interval_ms > 0) next = std::min(next, next_gc_mono_ms_);
   if (!options_.extensions.empty()) next = std::min(next, next_tick_mono_ms_);
   for (const auto& [id, run] : runs_) {
+    if (run->state.desired && !run->shim_pidfd.valid() && HeldForLeaseLocked(*run, steady_now)) {
+      continue;  // nothing to do until RenewLease wakes the loop
+    }
     if (run->state.phase == v1::Task::BACKOFF && run->state.desired) {
       next = std::min(next, run->backoff_until_mono_ms);
     }
@@ -500,6 +574,7 @@ void Supervisor::ReconcileLocked() {
   ids.reserve(runs_.size());
   for (const auto& [id, run] : runs_) ids.push_back(id);
   const int max_starts = std::max(1, options_.max_starts_per_pass);
+  const int64_t steady_now = SteadyNowMs();
   int starts = 0;
   starts_left_ = false;
   for (const std::string& id : ids) {
@@ -509,6 +584,12 @@ void Supervisor::ReconcileLocked() {
     if (run.state.desired) {
       if ((run.state.phase == v1::Task::STARTING && run.spawn_pending && now >= run.prepare_retry_mono_ms) ||
           (run.state.phase == v1::Task::BACKOFF && now >= run.backoff_until_mono_ms)) {
+        if (HeldForLeaseLocked(run, steady_now)) {
+          // It may have been placed elsewhere since: no start without a
+          // lease (RenewLease wakes the loop).
+          SayHeldForLeaseLocked(run);
+          continue;
+        }
         if (starts == max_starts) {
           starts_left_ = true;  // the next pass, after the lock was let go
           continue;
@@ -630,6 +711,10 @@ void Supervisor::StartAttemptLocked(Run& run) {
                                          shim::kOptLogKeep, absl::StrCat(std::max(0, options_.log_keep))});
   }
   spawn.argv.insert(spawn.argv.end(), setup.shim_args.begin(), setup.shim_args.end());
+  if (run.spec.at_most_once()) {
+    spawn.argv.insert(spawn.argv.end(),
+                      {shim::kOptLeaseFile, LeasePath(), shim::kOptLeaseGraceMs, absl::StrCat(GraceMs(run))});
+  }
   spawn.argv.push_back("--");
   for (const std::string& arg : run.spec.argv()) spawn.argv.push_back(SubstituteVariables(arg, setup.substitutions));
   spawn.env = TaskEnvironment(run.spec, run.dir, setup.env);
@@ -744,7 +829,7 @@ void Supervisor::AttemptEndedLocked(Run& run, const ExitStatus& ended) {
     RunView view = ViewOf(run);
     for (const auto& ext : options_.extensions) ext->Ended(view, &exit);
   }
-  exit.killed_because = std::move(run.kill_reason);
+  if (!run.kill_reason.empty()) exit.killed_because = std::move(run.kill_reason);
   run.kill_reason.clear();
   const bool evict = std::exchange(run.evict, false);
   run.task = ProcessId{};
@@ -758,6 +843,21 @@ void Supervisor::AttemptEndedLocked(Run& run, const ExitStatus& ended) {
   run.state.exit_code = exit.kind == ExitStatus::Kind::kSignaled ? 0 : exit.exit_code;
   run.state.exit_signal = exit.kind == ExitStatus::Kind::kSignaled ? exit.signal : 0;
   run.state.last_exit = exit.Describe();
+  if (exit.lease_expired && !evict) {
+    // The shim stopped an at-most-once task: the machine lost contact with
+    // the master, which may place it elsewhere. Not the task's failure
+    // (no backoff, no crash loop, whatever its restart policy): it starts
+    // again as soon as a poll renews the lease, if the master still wants
+    // it here (ReconcileLocked holds it until then).
+    ++run.state.restarts;
+    run.state.phase = v1::Task::BACKOFF;
+    run.backoff_until_mono_ms = options_.clock->MonotonicMs();
+    run.state.message = absl::StrCat(exit.Describe(), "; starts again once a poll of the master renews the lease");
+    HERD_LOG_WARN("run {}: {}", id, run.state.message);
+    PersistLocked(run);
+    ChangedLocked();
+    return;
+  }
   const int64_t ran_ms = run.attempt_mono_ms > 0
                              ? options_.clock->MonotonicMs() - run.attempt_mono_ms
                              : options_.clock->NowMs() - run.state.started_ms;

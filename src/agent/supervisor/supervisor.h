@@ -9,6 +9,12 @@
 // shim's exit file how tasks that ended in the meantime ended. See
 // docs/agent.md.
 //
+// At-most-once runs (TaskRun.at_most_once) live under the machine's lease
+// from the master (RenewLease, from the agent's polls): it is kept in
+// ROOT/lease, where each such run's herd-shim reads it and stops its task
+// once it has expired -- also while no agent runs. The Supervisor starts or
+// restarts such a run only while the lease is valid.
+//
 // Thread-safe. One loop thread watches the shims (pidfds in an epoll set),
 // their run directories (inotify, for task.pid) and timers (backoff, stop
 // grace, log retention); the public methods only update the desired state and
@@ -118,6 +124,13 @@ class Supervisor final : public RunTable {
   // Wall time (ms) this Supervisor was created (PollResponse.agent_started_ms).
   int64_t started_ms() const override { return started_ms_; }
 
+  // Renews the lease (RunTable::RenewLease): ROOT/lease is rewritten, and
+  // at-most-once runs held for want of a lease may start.
+  void RenewLease(int64_t contact_age_ms, int64_t lease_ms) override;
+  // Whether the lease is valid now (for tests and the log).
+  bool LeaseValid() const;
+  std::string LeasePath() const;
+
  private:
   struct Run;
   class Control;
@@ -154,6 +167,9 @@ class Supervisor final : public RunTable {
   void ChangedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   v1::RunStatus StatusOf(const Run& run) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t GraceMs(const Run& run) const;
+  // At-most-once runs start only under a valid lease (CLOCK_MONOTONIC).
+  bool HeldForLeaseLocked(const Run& run, int64_t steady_now_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SayHeldForLeaseLocked(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Wake();
   std::string RunPath(absl::string_view run_id) const;
 
@@ -175,6 +191,12 @@ class Supervisor final : public RunTable {
   int64_t next_gc_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t next_tick_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
   bool starts_left_ ABSL_GUARDED_BY(mu_) = false;  // the last pass hit max_starts_per_pass
+  // When the lease for at-most-once runs ends, on CLOCK_MONOTONIC (0:
+  // none), as in ROOT/lease; and this boot's id (written with it).
+  int64_t lease_deadline_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string boot_id_;
+  absl::Mutex lease_write_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one writer of ROOT/lease
+  bool lease_write_warned_ ABSL_GUARDED_BY(lease_write_mu_) = false;
 
   // Extensions' requests, queued without mu_ (they may come from inside a
   // hook) and carried out by the loop.

@@ -565,5 +565,101 @@ TEST_F(SupervisorTest, ABacklogOfStartsStaysObservableAndStoppable) {
   EXPECT_LT(started, kRuns);
 }
 
+// At-most-once runs (issue #11) live under the machine's lease from the
+// master: they start only while it is valid, their shim stops them once it
+// runs out -- also while no agent runs -- and they start again (not before)
+// when a poll renews it.
+TEST_F(SupervisorTest, AtMostOnceRunsStartStopAndStartAgainWithTheLease) {
+  sup_ = New();
+  v1::TaskRun run = MakeRun("once", {"sleep", "1000"}, v1::RestartPolicy::NEVER);
+  run.set_at_most_once(true);
+  run.set_grace_period_ms(500);
+  auto message_has = [](const std::string& text) {
+    return [text](const std::optional<v1::RunStatus>& s) { return s && absl::StrContains(s->message(), text); };
+  };
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "once", message_has("no lease from the master yet"));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->phase(), v1::Task::STARTING);
+  EXPECT_EQ(s->pid(), 0);
+
+  sup_->RenewLease(0, 600'000);
+  EXPECT_TRUE(sup_->LeaseValid());
+  s = WaitFor(*sup_, "once", IsActive);
+  ASSERT_TRUE(s);
+  const pid_t first = static_cast<pid_t>(s->pid());
+  absl::StatusOr<TaskPidRecord> pids = ReadTaskPidFile(RunDirOf("once"));
+  ASSERT_TRUE(pids.ok());
+  EXPECT_TRUE(absl::StrContains(Slurp(absl::StrCat("/proc/", pids->shim.pid, "/cmdline")), sup_->LeasePath()))
+      << "the shim was not told of the lease";
+
+  // The master's last acknowledged contact was 2 s ago, and the lease 2.1 s.
+  sup_->RenewLease(2000, 2100);
+  s = WaitFor(*sup_, "once", [](const std::optional<v1::RunStatus>& s) {
+    return s && s->phase() == v1::Task::BACKOFF && s->pid() == 0;
+  });
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(Alive(first));
+  EXPECT_TRUE(absl::StrContains(s->message(), "lease expired: no contact with the master for")) << s->message();
+  EXPECT_FALSE(s->terminal()) << "not the task's failure, whatever its restart policy";
+  EXPECT_FALSE(sup_->LeaseValid());
+  // Not started again while the lease is out (the loop has caught up once
+  // a marker run behind it is active).
+  Barrier(*sup_, {run});
+  s = Find(*sup_, "once");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->phase(), v1::Task::BACKOFF);
+  EXPECT_EQ(s->pid(), 0);
+
+  sup_->RenewLease(0, 600'000);
+  s = WaitFor(*sup_, "once", IsActive);
+  ASSERT_TRUE(s);
+  EXPECT_NE(s->pid(), first);
+  EXPECT_EQ(s->restarts(), 1);
+}
+
+// The agent is down when the lease runs out: the shim stops the task on its
+// own, and the next agent neither restarts it nor loses why it ended until
+// a poll renews the lease.
+TEST_F(SupervisorTest, AnAtMostOnceTaskStopsWhileNoAgentRunsAndWaitsForALease) {
+  sup_ = New();
+  v1::TaskRun run = MakeRun("once", {"sleep", "1000"}, v1::RestartPolicy::ALWAYS);
+  run.set_at_most_once(true);
+  run.set_grace_period_ms(500);
+  sup_->RenewLease(0, 600'000);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "once", IsActive);
+  ASSERT_TRUE(s);
+  const pid_t task = static_cast<pid_t>(s->pid());
+  sup_->RenewLease(0, 300);
+  sup_.reset();  // the agent dies; its lease runs out 300 ms later
+  ASSERT_TRUE(Eventually([&] { return ReadExitFile(RunDirOf("once")).ok(); }));
+  EXPECT_FALSE(Alive(task));
+
+  sup_ = New();
+  EXPECT_FALSE(sup_->LeaseValid()) << "the lease is read back from ROOT/lease";
+  Barrier(*sup_, {run});
+  s = Find(*sup_, "once");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->phase(), v1::Task::BACKOFF);
+  EXPECT_EQ(s->pid(), 0);
+  EXPECT_TRUE(absl::StrContains(s->message(), "lease expired")) << s->message();
+  sup_->RenewLease(0, 600'000);
+  s = WaitFor(*sup_, "once", IsActive);
+  ASSERT_TRUE(s);
+  EXPECT_NE(s->pid(), task);
+
+  // A new agent takes over a valid lease as it is: the task runs on.
+  const pid_t second = static_cast<pid_t>(s->pid());
+  sup_.reset();
+  sup_ = New();
+  EXPECT_TRUE(sup_->LeaseValid());
+  Barrier(*sup_, {run});
+  s = Find(*sup_, "once");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->pid(), second);
+  EXPECT_TRUE(NoSignalPending(second));
+}
+
 }  // namespace
 }  // namespace herd::agent

@@ -49,8 +49,8 @@ void AddStatus(CLI::App& app, CommandContext& ctx) {
     std::printf("priority:   %d (%s)\n", s.priority(), std::string(BandNameOf(s.priority())).c_str());
     std::printf("tasks:      %d, each %s\n", s.task_count(), ShortResources(s.task().resources()).c_str());
     std::printf("command:    %s\n", cmdline.c_str());
-    std::printf("restart:    %s; grace period %s\n", RestartText(s.restart()).c_str(),
-                FormatDurationMs(s.grace_period_ms()).c_str());
+    std::printf("restart:    %s; grace period %s%s\n", RestartText(s.restart()).c_str(),
+                FormatDurationMs(s.grace_period_ms()).c_str(), s.at_most_once() ? "; at most once" : "");
     if (!s.constraints().empty()) {
       std::vector<std::string> cs;
       for (const auto& c : s.constraints()) {

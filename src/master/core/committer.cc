@@ -58,16 +58,24 @@ absl::Status Committer::WaitAndCheck(int64_t revision) {
     if (report && fatal_fn_) fatal_fn_(st);
     return absl::UnavailableError(absl::StrCat("the master's store failed: ", st.message()));
   }
+  MaybeWantSnapshot();
+  return absl::OkStatus();
+}
+
+void Committer::MaybeWantSnapshot() {
   bool snap = false;
   {
     absl::ReaderMutexLock l(&mu_);
-    snap = opts_.snapshot_every > 0 && state_.revision() - last_snapshot_ >= opts_.snapshot_every;
+    const double objects = static_cast<double>(state_.task_count(v1::Task::PENDING) +
+                                               state_.task_count(v1::Task::RUNNING) +
+                                               state_.task_count(v1::Task::DEAD) + state_.machines().size());
+    const int64_t every = std::max<int64_t>(opts_.snapshot_every, static_cast<int64_t>(opts_.snapshot_per_object * objects));
+    snap = opts_.snapshot_every > 0 && state_.revision() - last_snapshot_ >= every;
   }
   if (snap) {
     absl::MutexLock l(&feed_mu_);
     snapshot_wanted_ = true;
   }
-  return absl::OkStatus();
 }
 
 absl::Status Committer::CheckSpace() const {
@@ -104,6 +112,15 @@ absl::StatusOr<int64_t> Committer::Commit(absl::string_view actor, const BuildFn
 }
 
 std::vector<absl::Status> Committer::CommitEach(absl::string_view actor, std::vector<v1::Mutation> mutations) {
+  return CommitEachImpl(actor, std::move(mutations), /*wait=*/true);
+}
+
+std::vector<absl::Status> Committer::CommitEachNoWait(absl::string_view actor, std::vector<v1::Mutation> mutations) {
+  return CommitEachImpl(actor, std::move(mutations), /*wait=*/false);
+}
+
+std::vector<absl::Status> Committer::CommitEachImpl(absl::string_view actor, std::vector<v1::Mutation> mutations,
+                                                    bool wait) {
   if (absl::Status space = CheckSpace(); !space.ok()) return std::vector<absl::Status>(mutations.size(), space);
   std::vector<absl::Status> out(mutations.size());
   int64_t last = 0;
@@ -117,6 +134,10 @@ std::vector<absl::Status> Committer::CommitEach(absl::string_view actor, std::ve
       accepted.push_back(std::move(mutations[i]));
     }
     if (!accepted.empty()) log_.Enqueue(std::move(accepted));
+  }
+  if (last > 0 && !wait) {
+    MaybeWantSnapshot();
+    return out;
   }
   if (last > 0) {
     absl::Status st = WaitAndCheck(last);

@@ -36,6 +36,12 @@ class Committer {
  public:
   struct Options {
     int64_t snapshot_every = 10'000;  // mutations between snapshots (0 = never)
+    // ... and at least this many per task and machine in the cell: a
+    // snapshot costs time in proportion to the cell, so in a big cell they
+    // come in proportion to it too (1M tasks: one per 1M mutations, not per
+    // 10k), which keeps the cost per mutation flat and recovery bounded by
+    // about twice the state.
+    double snapshot_per_object = 1.0;
     size_t feed_size = 100'000;       // recent mutations kept in memory for watchers
     // Free space on the store's disk (bytes), or -1 if unknown; null: not
     // checked. Below min_free_bytes every change is refused with
@@ -61,6 +67,11 @@ class Committer {
   // reports): one failing does not stop the others. Waits until the accepted
   // ones are durable. Returns one status per mutation.
   std::vector<absl::Status> CommitEach(absl::string_view actor, std::vector<v1::Mutation> mutations);
+  // The same, returning once the mutations are applied, without waiting for
+  // them to be durable: for what a later poll would report again if it were
+  // lost (agents' observations), so the link never waits on the disk. The
+  // log keeps their order, so nothing after them is durable before them.
+  std::vector<absl::Status> CommitEachNoWait(absl::string_view actor, std::vector<v1::Mutation> mutations);
 
   // Runs fn with the state under the lock (for reads: keep it short).
   template <typename Fn>
@@ -91,6 +102,9 @@ class Committer {
   absl::Status WriteSnapshot();
 
  private:
+  std::vector<absl::Status> CommitEachImpl(absl::string_view actor, std::vector<v1::Mutation> mutations, bool wait);
+  // Asks the snapshot thread for a snapshot if enough has changed.
+  void MaybeWantSnapshot();
   // Stamps, applies and queues; returns the last revision or the error.
   int64_t ApplyLocked(v1::Mutation& m, absl::string_view actor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WaitAndCheck(int64_t revision);

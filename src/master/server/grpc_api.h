@@ -9,6 +9,8 @@
 #include <mutex>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "herd/v1/agent.grpc.pb.h"
 #include "herd/v1/api.grpc.pb.h"
 #include "master/core/admission/rate_limiter.h"
@@ -74,8 +76,8 @@ class GrpcAgentLink final : public AgentLink {
   const pki::Credential self_;
   std::mutex mu_;
   std::condition_variable idle_;
-  std::map<std::pair<std::string, std::string>, std::unique_ptr<v1::Agent::Stub>> stubs_;
-  std::set<Call*> calls_;  // in flight
+  absl::flat_hash_map<std::pair<std::string, std::string>, std::unique_ptr<v1::Agent::Stub>> stubs_;
+  absl::flat_hash_set<Call*> calls_;  // in flight
 };
 
 }  // namespace herd::master

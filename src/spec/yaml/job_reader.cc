@@ -24,7 +24,7 @@ constexpr absl::string_view kJobFields[] = {
     "name",        "user",      "priority",  "tasks",         "command",          "args",
     "env",         "workdir",   "resources", "constraints",   "soft_constraints", "restart",
     "grace_period", "appclass", "labels",    "overrides",     "different_machines", "max_per_domain",
-    "packages",    "health_check", "isolation"};
+    "packages",    "health_check", "isolation", "at_most_once"};
 constexpr absl::string_view kPackageFields[] = {"name", "sha256", "url", "size"};
 constexpr absl::string_view kHealthFields[] = {"http", "tcp", "command", "interval", "timeout", "failure_threshold",
                                                "initial_delay"};
@@ -143,6 +143,9 @@ v1::JobSpec JobReader::Read(const YAML::Node& node) {
   if (auto v = get("overrides")) ReadOverrides(*v, &spec);
   if (auto v = get("different_machines")) {
     if (auto b = Bool(*v)) spec.set_different_machines(*b);
+  }
+  if (auto v = get("at_most_once")) {
+    if (auto b = Bool(*v)) spec.set_at_most_once(*b);
   }
   if (auto v = get("max_per_domain")) {
     if (std::optional<Fields> df = Map(*v, {}, "a map of machine attributes to task counts, e.g. {rack: 2}")) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -35,12 +36,22 @@ struct LinkShard::Plan {
   // request carries them all or only what changed.
   std::shared_ptr<const absl::flat_hash_set<std::string>> sent;
   int new_runs = 0;  // runs the agent is handed that it did not hold
+  // The machine holds at-most-once tasks; the longest grace period among
+  // them (what the agent gives them: 0 means its default).
+  bool at_most_once = false;
+  int64_t max_grace_ms = 0;
   int64_t timeout_ms = 0;
   int64_t started_ms = 0;  // monotonic, when sent
 };
 
 LinkShard::LinkShard(Committer* committer, AgentLink* link, Clock* clock, Options opts)
-    : committer_(committer), link_(link), clock_(clock), opts_(std::move(opts)) {}
+    : committer_(committer),
+      link_(link),
+      clock_(clock),
+      opts_(std::move(opts)),
+      task_lease_ms_(opts_.task_lease_ms > 0 ? opts_.task_lease_ms
+                                             : opts_.poll_interval_ms * std::max(1, opts_.down_after_misses)),
+      next_lease_token_((static_cast<uint64_t>(std::random_device()()) << 32) ^ std::random_device()()) {}
 
 LinkShard::~LinkShard() { Stop(); }
 
@@ -62,6 +73,7 @@ void LinkShard::Start() {
     }
   }
   for (int i = 0; i < opts_.threads; ++i) workers_.emplace_back([this] { Worker(); });
+  durable_thread_ = std::thread([this] { DurableLoop(); });
 }
 
 void LinkShard::Stop() {
@@ -72,12 +84,14 @@ void LinkShard::Stop() {
   }
   for (auto& t : workers_) t.join();
   workers_.clear();
+  if (durable_thread_.joinable()) durable_thread_.join();
   // Nothing may call back into a stopped shard.
   link_->CancelAll();
   absl::MutexLock l(&mu_);
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return outstanding_ == 0; };
   mu_.Await(absl::Condition(&idle));
   completions_.clear();
+  awaiting_durable_.clear();
 }
 
 void LinkShard::Schedule(const std::string& name, Entry& e, int64_t due) {
@@ -90,11 +104,15 @@ void LinkShard::Kick(const std::string& machine) {
   absl::MutexLock l(&mu_);
   auto [it, added] = entries_.try_emplace(machine);
   if (added) it->second.health.last_ok_ms = clock_->MonotonicMs();
-  if (it->second.in_flight) {
-    it->second.kicked = true;
-  } else {
-    Schedule(machine, it->second, clock_->MonotonicMs());
+  Entry& e = it->second;
+  if (e.in_flight) {
+    e.kicked = true;
+    return;
   }
+  // Soon, not now: the rest of a burst (a scheduler pass placing many tasks
+  // on this machine, commit after commit) goes in the same poll.
+  const int64_t due = clock_->MonotonicMs() + opts_.kick_delay_ms;
+  if (added || e.due_ms > due || !due_.contains({e.due_ms, machine})) Schedule(machine, e, due);
 }
 
 void LinkShard::PollAllOnce() {
@@ -206,7 +224,7 @@ void LinkShard::Done(const std::string& name) {
   Entry& e = it->second;
   e.in_flight = false;
   const int64_t now = clock_->MonotonicMs();
-  Schedule(name, e, e.kicked ? now : now + opts_.poll_interval_ms);
+  Schedule(name, e, e.kicked ? now + opts_.kick_delay_ms : now + opts_.poll_interval_ms);
   e.kicked = false;
 }
 
@@ -241,6 +259,7 @@ std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
   int64_t acked_revision = 0;
   bool full = true;
   int32_t pending = 0;
+  uint64_t lease_ack = 0;
   {
     absl::MutexLock l(&mu_);
     auto it = entries_.find(name);
@@ -249,6 +268,7 @@ std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
       acked = e.acked;
       acked_revision = e.acked_revision;
       pending = e.health.starts_pending;
+      lease_ack = e.lease_ack;
       full = acked == nullptr || acked_revision == 0 ||
              clock_->MonotonicMs() - e.last_full_ms >= opts_.full_poll_interval_ms;
     }
@@ -264,9 +284,24 @@ std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
     req.set_machine(name);
     req.set_revision(s.revision());
     req.set_master(opts_.master_name);
+    // Every poll renews the machine's lease for at-most-once tasks (to the
+    // time the agent received the poll acknowledged here, plus lease_ms).
+    req.set_lease_ms(task_lease_ms_);
+    uint64_t token;
+    do {
+      token = next_lease_token_.fetch_add(1);
+    } while (token == 0);
+    req.set_lease_token(token);
+    req.set_lease_ack(lease_ack);
     auto sent = std::make_shared<absl::flat_hash_set<std::string>>();
     sent->reserve(m->tasks().size());
     for (const cell::Task* t : m->tasks()) {
+      const v1::JobSpec& spec = t->job()->spec;
+      if (spec.at_most_once()) {
+        plan->at_most_once = true;
+        plan->max_grace_ms = std::max(plan->max_grace_ms,
+                                      spec.grace_period_ms() > 0 ? spec.grace_period_ms() : kAgentDefaultGraceMs);
+      }
       std::string id = RunId(t->job()->id, t->index(), t->incarnation());
       const bool held = acked != nullptr && acked->contains(id);
       if (full || !held) *req.add_desired() = BuildTaskRun(s, *t);
@@ -297,11 +332,15 @@ void LinkShard::Begin(const std::string& name) {
     return;
   }
   // Never tell an agent about state that could still be lost.
-  if (!committer_->WaitDurable(plan->request.revision()).ok()) {
+  if (plan->request.revision() > committer_->durable_revision()) {
     absl::MutexLock l(&mu_);
-    Done(name);
+    awaiting_durable_.push_back(std::move(plan));
     return;
   }
+  Send(plan);
+}
+
+void LinkShard::Send(const std::shared_ptr<Plan>& plan) {
   plan->started_ms = clock_->MonotonicMs();
   {
     absl::MutexLock l(&mu_);
@@ -313,6 +352,37 @@ void LinkShard::Begin(const std::string& name) {
                      completions_.push_back({plan, std::move(resp)});
                      --outstanding_;
                    });
+}
+
+void LinkShard::DurableLoop() {
+  while (true) {
+    int64_t wanted = 0;
+    {
+      absl::MutexLock l(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !awaiting_durable_.empty(); };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(1));
+      if (stopping_) return;
+      for (const auto& p : awaiting_durable_) wanted = std::max(wanted, p->request.revision());
+    }
+    if (wanted == 0) continue;
+    const bool durable = committer_->WaitDurable(wanted).ok();
+    std::vector<std::shared_ptr<Plan>> ready;
+    {
+      absl::MutexLock l(&mu_);
+      for (auto& p : awaiting_durable_) {
+        if (p->request.revision() <= wanted) {
+          ready.push_back(std::move(p));
+        }
+      }
+      std::erase(awaiting_durable_, nullptr);
+      if (!durable) {
+        // The store failed (the master is going down): skip these polls.
+        for (const auto& p : ready) Done(p->name);
+        continue;
+      }
+    }
+    for (const auto& p : ready) Send(p);
+  }
 }
 
 void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>& resp) {
@@ -332,8 +402,9 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
     }
   }
   if (!resp.ok()) {
-    bool mark_down = false;
+    bool mark_down = false, lease_wait = false;
     int misses;
+    int64_t since_ok = 0, hold = 0;
     {
       absl::MutexLock l(&mu_);
       Entry& e = entries_[name];
@@ -345,7 +416,24 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
       ++h.polls;
       misses = ++h.misses;
       h.last_error = Summarize(resp.status(), plan.timeout_ms);
-      mark_down = plan.up && misses >= opts_.down_after_misses && MayMarkDown(now_mono);
+      // A machine with at-most-once tasks is marked down (and its tasks
+      // placed again) only once they have stopped themselves: the agent's
+      // lease runs until the time it received the last poll we got a reply
+      // to (acknowledged by a later poll's lease_ack) plus the lease. That
+      // is before h.last_ok_ms, when we saw that reply, so the lease is out
+      // by last_ok_ms + task_lease_ms on any clock running at our rate; the
+      // shims then stop their tasks within the grace period, and the
+      // margin covers their check interval and the kill. A restarted
+      // master counts its start as the last contact (Start), later than
+      // any contact the previous one had, so it waits at least as long.
+      hold = plan.at_most_once ? task_lease_ms_ + plan.max_grace_ms + kLeaseMarginMs : 0;
+      h.lease_hold_ms = hold;
+      since_ok = now_mono - h.last_ok_ms;
+      const bool missed = plan.up && misses >= opts_.down_after_misses;
+      lease_wait = missed && since_ok < hold;
+      mark_down = missed && !lease_wait && MayMarkDown(now_mono);
+      if (lease_wait && e.lease_wait_logged) lease_wait = false;  // said already
+      if (lease_wait) e.lease_wait_logged = true;
       if (mark_down) {
         e.up = false;
         e.downs.push_back(now_mono);
@@ -353,11 +441,19 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
       e.good_polls = 0;
     }
     if (misses == 1) HERD_LOG_WARN("poll of {} at {} failed: {}", name, plan.address, resp.status().ToString());
+    if (lease_wait) {
+      HERD_LOG_WARN("machine {} missed {} polls but holds at-most-once tasks: it is marked down once their lease "
+                    "({}ms) and grace period ({}ms) have run out, {}ms after its last contact",
+                    name, misses, task_lease_ms_, plan.max_grace_ms, hold);
+    }
     std::string why = Summarize(resp.status(), plan.timeout_ms);
     if (mark_down) {
       v1::Mutation m;
       m.mutable_machine_down()->set_name(name);
-      m.mutable_machine_down()->set_reason(absl::StrCat("missed ", misses, " polls: ", why));
+      m.mutable_machine_down()->set_reason(
+          hold > 0 ? absl::StrCat("missed ", misses, " polls: ", why, "; no contact for ", since_ok,
+                                  "ms, past its at-most-once tasks' lease and grace period")
+                   : absl::StrCat("missed ", misses, " polls: ", why));
       auto st = committer_->CommitEach("master", {m});
       if (st[0].ok()) HERD_LOG_WARN("machine {} marked down after {} missed polls", name, misses);
     }
@@ -377,6 +473,11 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
     h.full_polls += !plan.request.delta();
     h.misses = 0;
     h.starts_pending = resp->starts_pending();
+    h.lease_hold_ms = plan.at_most_once ? task_lease_ms_ + plan.max_grace_ms + kLeaseMarginMs : 0;
+    // The next poll acknowledges this one: the agent may then count its
+    // lease from when it received it.
+    e.lease_ack = plan.request.lease_token();
+    e.lease_wait_logged = false;
     ++e.good_polls;
     if (holds) {
       e.acked = plan.sent;
@@ -419,7 +520,9 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
   std::vector<v1::Mutation> diff = committer_->Read(
       [&](const cell::CellState& s) { return Reconcile(s, name, sent, *resp, clock_->NowMs()); });
   for (auto& m : diff) changes.push_back(std::move(m));
-  if (!changes.empty()) committer_->CommitEach(absl::StrCat("agent:", name), std::move(changes));
+  // What the agent reported, it reports again if this were lost: no need
+  // to wait for the disk here.
+  if (!changes.empty()) committer_->CommitEachNoWait(absl::StrCat("agent:", name), std::move(changes));
 }
 
 }  // namespace herd::master

@@ -12,8 +12,16 @@
 // half the cell. A DOWN machine that answers is marked UP again; since its old
 // tasks now run elsewhere, its desired state no longer lists them and the
 // agent kills them.
+//
+// At-most-once jobs (JobSpec.at_most_once): every poll also renews the
+// machine's lease (PollRequest.lease_ms, lease_token, lease_ack), and the
+// agent's herd-shims stop such tasks once it has run out. A machine holding
+// any of them is marked down only after task_lease_ms plus the longest grace
+// period among them plus kLeaseMarginMs have passed since its last contact,
+// so their replacements start only after they have stopped themselves.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -47,6 +55,9 @@ class LinkShard {
     // run (and per start the agent said it still has to make): the deadline
     // follows the work in flight, not just the interval.
     int64_t poll_timeout_per_start_ms = 5;
+    // A machine whose desired state changed (Kick) is polled this soon after,
+    // so a burst of changes to it goes in one poll.
+    int64_t kick_delay_ms = 10;
     int threads = 4;
     // Polls in flight at once, over all machines.
     int max_in_flight = 2048;
@@ -69,13 +80,29 @@ class LinkShard {
     // again (and gets work), instead of the first answer.
     int64_t flap_window_ms = 30 * 60 * 1000;
     int max_flap_polls = 16;
+    // The machines' lease for at-most-once tasks: they stop themselves this
+    // long after the master's last contact with their machine (0: the time
+    // a machine is given before it is marked down, poll_interval_ms *
+    // down_after_misses).
+    int64_t task_lease_ms = 0;
     std::string master_name = "master";
   };
+  // Beyond the lease and the grace period, before a machine holding
+  // at-most-once tasks is marked down: for the shim's check interval, the
+  // kill itself, and clocks that run at slightly different rates.
+  static constexpr int64_t kLeaseMarginMs = 1000;
+  // The grace period the agent gives a run that asks for none (its
+  // Supervisor's default_grace_period_ms).
+  static constexpr int64_t kAgentDefaultGraceMs = 10'000;
 
   struct Health {
     int misses = 0;
     int64_t last_ok_ms = 0;  // monotonic
     std::string last_error;
+    // Holds at-most-once tasks: not marked down before this long after
+    // last_ok_ms (the lease, their longest grace period and the margin); 0
+    // when it holds none. As of its last poll.
+    int64_t lease_hold_ms = 0;
     int64_t polls = 0;
     int64_t full_polls = 0;  // of which carried the whole desired state
     // Starts the agent said it still had to make (it is behind, not dead).
@@ -99,6 +126,9 @@ class LinkShard {
 
   LinkShard(Committer* committer, AgentLink* link, Clock* clock, Options opts);
   ~LinkShard();
+
+  // Options::task_lease_ms, or its default.
+  int64_t task_lease_ms() const { return task_lease_ms_; }
 
   // Starts polling every machine the cell knows.
   void Start();
@@ -126,6 +156,10 @@ class LinkShard {
     int64_t acked_revision = 0;
     std::shared_ptr<const absl::flat_hash_set<std::string>> acked;
     int64_t last_full_ms = 0;  // monotonic
+    // The lease token of the last poll whose reply came back: the next
+    // poll acknowledges it (PollRequest.lease_ack).
+    uint64_t lease_ack = 0;
+    bool lease_wait_logged = false;  // said that it waits for the lease
   };
   struct Completion {
     std::shared_ptr<Plan> plan;
@@ -134,8 +168,13 @@ class LinkShard {
   void Worker();
   // Builds the request for one machine (nullptr: the machine is gone).
   std::shared_ptr<Plan> BuildPlan(const std::string& name);
-  // Starts one poll; its completion is queued for a worker.
+  // Builds one poll and sends it once what it says is durable (at once, or
+  // from the durability thread); its completion is queued for a worker.
   void Begin(const std::string& name);
+  void Send(const std::shared_ptr<Plan>& plan);
+  // Sends the plans that wait for their revision to be durable, a group
+  // commit at a time, so no worker ever waits on the disk.
+  void DurableLoop();
   // Handles a poll's reply or failure.
   void Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>& resp);
   // The entry is no longer in flight; schedules its next poll.
@@ -148,6 +187,9 @@ class LinkShard {
   AgentLink* const link_;
   Clock* const clock_;
   const Options opts_;
+  const int64_t task_lease_ms_;
+  // Lease tokens: a random start, then counting (unique per poll; never 0).
+  std::atomic<uint64_t> next_lease_token_;
 
   mutable absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
@@ -156,6 +198,8 @@ class LinkShard {
   bool holding_ ABSL_GUARDED_BY(mu_) = false;       // logged that marking down is held
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<Completion> completions_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Plan>> awaiting_durable_ ABSL_GUARDED_BY(mu_);
+  std::thread durable_thread_;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // begun, not yet finished
   int outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // PollAsync not yet called back
   // Counters and the last kLatencyWindow round trips (a ring).

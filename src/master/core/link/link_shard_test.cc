@@ -262,5 +262,175 @@ TEST_F(DeltaPollTest, AnAgentThatPredatesDeltasGetsWholeStatesOnly) {
   EXPECT_EQ(ActiveAndReplaced(), std::make_pair(3, 0));
 }
 
+// At-most-once jobs (issue #11): a machine that holds one of their tasks is
+// marked down only once the task has stopped itself -- the lease after the
+// master's last contact, then the task's grace period, then a margin -- so
+// its replacement never runs beside it. Other machines go down as before.
+class LeaseTest : public ::testing::Test {
+ protected:
+  void Start(LinkShard::Options link = {}) {
+    link.poll_interval_ms = 1000;
+    link.down_after_misses = 3;
+    link.hold_above_fraction = 1.0;  // these tests are about the lease alone
+    link.min_down_window_ms = 0;
+    options_.link = link;
+    options_.scheduler_loop.idle_wait_ms = 0;
+    Restart();
+    for (const std::string name : {"m0", "m1", "m2"}) {
+      v1::RegisterMachineRequest r;
+      *r.mutable_machine() = MachineBuilder(name).Cpu(64000).Attr("host", name).Address(name + ":1").Build();
+      ASSERT_TRUE(core_->machines().RegisterMachine(Principal::Machine(name), r).ok());
+    }
+  }
+  // A new master over the same store (its link starts afresh).
+  void Restart() {
+    core_.reset();
+    auto core = MasterCore::Create(&store_, &link_, &clock_, options_);
+    ASSERT_TRUE(core.ok()) << core.status();
+    core_ = std::move(*core);
+  }
+  void Submit(const v1::JobSpec& spec) {
+    v1::SubmitRequest req;
+    *req.add_jobs() = spec;
+    ASSERT_TRUE(core_->jobs().Submit(Principal::User("alice"), req).ok());
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(core_->StepScheduler().ok());
+  }
+  void Round() {
+    clock_.AdvanceMs(1000);
+    core_->PollAllMachines();
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(core_->StepScheduler().ok());
+  }
+  // Where task 0 of `job` runs ("" if it does not), and its incarnation.
+  std::pair<std::string, int64_t> Where(const std::string& job) {
+    return core_->committer().Read([&](const cell::CellState& s) {
+      const cell::Task* t = s.FindTask("alice/" + job, 0);
+      if (t == nullptr || t->machine() == nullptr) return std::make_pair(std::string(), int64_t{0});
+      return std::make_pair(t->machine()->name(), t->incarnation());
+    });
+  }
+  bool IsDown(const std::string& machine) {
+    return core_->committer().Read(
+        [&](const cell::CellState& s) { return s.FindMachine(machine)->state() == v1::Machine::DOWN; });
+  }
+  // Polls until `machine` is marked down; how many rounds that took.
+  int RoundsUntilDown(const std::string& machine) {
+    int rounds = 0;
+    while (!IsDown(machine) && rounds < 100) {
+      Round();
+      ++rounds;
+    }
+    return rounds;
+  }
+
+  MasterOptions options_;
+  store::MemoryLogStore store_;
+  FakeAgentLink link_;
+  ManualClock clock_;
+  std::unique_ptr<MasterCore> core_;
+};
+
+TEST_F(LeaseTest, EveryPollRenewsTheLeaseAcknowledgingTheLastReply) {
+  Start();
+  EXPECT_EQ(core_->link()->task_lease_ms(), 3000) << "default: poll interval x down-after";
+  Round();
+  const v1::PollRequest first = link_.LastRequest("m0:1");
+  EXPECT_EQ(first.lease_ms(), 3000);
+  EXPECT_NE(first.lease_token(), 0u);
+  EXPECT_EQ(first.lease_ack(), 0u) << "nothing to acknowledge yet";
+  Round();
+  const v1::PollRequest second = link_.LastRequest("m0:1");
+  EXPECT_NE(second.lease_token(), first.lease_token());
+  EXPECT_EQ(second.lease_ack(), first.lease_token());
+  // Polls that get no reply are never acknowledged: the agent may have
+  // taken them, but the master does not count them as contact either.
+  link_.SetUp("m0:1", false);
+  Round();
+  Round();
+  EXPECT_EQ(link_.LastRequest("m0:1").lease_ack(), second.lease_token());
+  link_.SetUp("m0:1", true);
+  Round();
+  const v1::PollRequest back = link_.LastRequest("m0:1");
+  EXPECT_EQ(back.lease_ack(), second.lease_token());
+  Round();
+  EXPECT_EQ(link_.LastRequest("m0:1").lease_ack(), back.lease_token());
+}
+
+TEST_F(LeaseTest, AMachineWithAnAtMostOnceTaskIsMarkedDownAfterLeaseGraceAndMargin) {
+  Start();
+  Submit(JobBuilder("once").AtMostOnce().Grace(2000).Build());
+  Round();
+  auto [machine, incarnation] = Where("once");
+  ASSERT_FALSE(machine.empty());
+  ASSERT_EQ(incarnation, 1);
+  EXPECT_EQ(link_.LastRequest(machine + ":1").desired(0).at_most_once(), true);
+  link_.SetUp(machine + ":1", false);
+  // Last contact at 0; 3 missed polls by 3 s, but the lease (3 s), the grace
+  // period (2 s) and the margin (1 s) run until 6 s.
+  for (int i = 0; i < 5; ++i) Round();
+  EXPECT_FALSE(IsDown(machine)) << "marked down before its at-most-once task stopped itself";
+  EXPECT_EQ(Where("once"), std::make_pair(machine, int64_t{1}));
+  auto h = core_->link()->GetHealth(machine);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->misses, 5);
+  EXPECT_EQ(h->lease_hold_ms, 3000 + 2000 + LinkShard::kLeaseMarginMs);
+  Round();
+  EXPECT_TRUE(IsDown(machine)) << "6 s after the last contact";
+  auto [now_on, now_incarnation] = Where("once");
+  EXPECT_NE(now_on, machine);
+  EXPECT_EQ(now_incarnation, 2) << "placed again once the machine was down";
+}
+
+TEST_F(LeaseTest, AMachineWithoutOneIsMarkedDownAsBefore) {
+  Start();
+  Submit(JobBuilder("ordinary").Grace(2000).Build());
+  Round();
+  auto [machine, incarnation] = Where("ordinary");
+  ASSERT_FALSE(machine.empty());
+  link_.SetUp(machine + ":1", false);
+  EXPECT_EQ(RoundsUntilDown(machine), 3) << "down_after_misses polls, lease or not";
+  EXPECT_EQ(Where("ordinary").second, 2);
+  auto h = core_->link()->GetHealth(machine);
+  ASSERT_TRUE(h.has_value());
+  EXPECT_EQ(h->lease_hold_ms, 0);
+}
+
+// The lease is --task-lease, and the wait the longest grace period of the
+// at-most-once tasks there (a task that asks for none gets the agent's 10 s);
+// ordinary tasks beside them do not count.
+TEST_F(LeaseTest, TheWaitFollowsTheLeaseAndTheLongestGracePeriod) {
+  LinkShard::Options link;
+  link.task_lease_ms = 5000;
+  Start(link);
+  Submit(JobBuilder("short").AtMostOnce().Grace(1000).Constraint("host", v1::Constraint::EQ, {"m0"}).Build());
+  Submit(JobBuilder("long").AtMostOnce().Grace(0).Constraint("host", v1::Constraint::EQ, {"m0"}).Build());
+  Submit(JobBuilder("slow").Grace(60'000).Constraint("host", v1::Constraint::EQ, {"m0"}).Build());
+  Round();
+  ASSERT_EQ(Where("short").first, "m0");
+  ASSERT_EQ(Where("long").first, "m0");
+  ASSERT_EQ(Where("slow").first, "m0");
+  link_.SetUp("m0:1", false);
+  EXPECT_EQ(RoundsUntilDown("m0"), 5 + 10 + 1);
+}
+
+// A master that starts (or restarts) counts its start as the last contact:
+// the agent's lease cannot have been renewed later than that.
+TEST_F(LeaseTest, ARestartedMasterWaitsTheWholeLeaseFromItsStart) {
+  Start();
+  Submit(JobBuilder("once").AtMostOnce().Grace(2000).Build());
+  Round();
+  const std::string machine = Where("once").first;
+  ASSERT_FALSE(machine.empty());
+  link_.SetUp(machine + ":1", false);
+  for (int i = 0; i < 4; ++i) Round();
+  ASSERT_FALSE(IsDown(machine));
+  Restart();
+  // Polled by hand, the new master first meets the machine at its first
+  // poll (1 s after the restart): 6 s from then.
+  for (int i = 0; i < 6; ++i) Round();
+  EXPECT_FALSE(IsDown(machine)) << "the new master must count its own start as the last contact";
+  Round();
+  EXPECT_TRUE(IsDown(machine));
+}
+
 }  // namespace
 }  // namespace herd::master

@@ -31,6 +31,7 @@ v1::TaskRun BuildTaskRun(const cell::CellState& state, const cell::Task& t) {
   *run.mutable_packages() = tt.packages();
   if (tt.has_health_check()) *run.mutable_health_check() = tt.health_check();
   if (tt.has_isolation()) *run.mutable_isolation() = tt.isolation();
+  run.set_at_most_once(spec.at_most_once());
   return run;
 }
 
