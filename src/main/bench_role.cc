@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "bench/cell/cell_bench.h"
 #include "bench/sched/flags.h"
 
 namespace herd {
@@ -30,6 +31,73 @@ void AddBench(CLI::App& app, int& rc) {
       return;
     }
     rc = bench::RunSchedulerBench(*o);
+  });
+
+  auto* c = bench->add_subcommand(
+      "cell", "A real master and N hollow agents (the real agent protocol, no processes): tasks/min, "
+              "submit->running, poll latency, master CPU and memory, machines marked down");
+  auto co = std::make_shared<bench::CellBenchOptions>();
+  c->add_option("--agents", co->agents, "Hollow agents (machines)")->capture_default_str();
+  c->add_option("--tasks", co->tasks, "Tasks to submit")->capture_default_str();
+  c->add_option("--tasks-per-job", co->tasks_per_job, "Tasks per job")->capture_default_str();
+  c->add_option("--poll-interval", co->poll_interval, "The master's --poll-interval")->capture_default_str();
+  c->add_option("--full-poll-interval", co->full_poll_interval, "The master's --full-poll-interval")
+      ->capture_default_str();
+  c->add_option("--capacity", co->capacity, "Each machine's capacity")->capture_default_str();
+  c->add_option("--task-cpu", co->task_cpu_millis, "Each task's CPU, millicores")->capture_default_str();
+  c->add_option("--task-memory", co->task_memory_mib, "Each task's memory, MiB")->capture_default_str();
+  c->add_option("--start-ms", co->start_ms, "How long a hollow start takes")->capture_default_str();
+  c->add_option("--parallel-starts", co->max_parallel_starts, "Starts at once per hollow agent")
+      ->capture_default_str();
+  c->add_option("--agents-per-port", co->agents_per_port, "Hollow agents served per TLS port (SNI)")
+      ->capture_default_str();
+  c->add_option("--contact-threads", co->contact_threads, "Threads ringing doorbells and registering, in all")
+      ->capture_default_str();
+  c->add_option("--agents-per-process", co->agents_per_process, "Hollow agents per process")->capture_default_str();
+  c->add_option("--submitters", co->submitters, "Threads submitting jobs")->capture_default_str();
+  c->add_option("--rate", co->rate, "Tasks a second to submit, steadily (0: all at once)")->capture_default_str();
+  c->add_option("--timeout", co->timeout_s, "Seconds the burst may take")->capture_default_str();
+  c->add_option("--herd", co->herd, "The herd binary to run the master with (default: this one)");
+  c->add_option("--baseline", co->baseline,
+                "full-polls: run the cell again with every poll carrying the whole desired state");
+  c->add_flag("--keep", co->keep, "Keep the data directory (logs, store)");
+  c->callback([&rc, co] {
+    if (co->agents < 1 || co->tasks < 1 || co->tasks_per_job < 1 || co->submitters < 1 || co->timeout_s < 1) {
+      std::fprintf(stderr, "herd bench cell: --agents, --tasks, --tasks-per-job, --submitters and --timeout must be "
+                           "positive\n");
+      rc = 2;
+      return;
+    }
+    if (!co->baseline.empty() && co->baseline != "full-polls") {
+      std::fprintf(stderr, "herd bench cell: --baseline is full-polls (or not given)\n");
+      rc = 2;
+      return;
+    }
+    rc = bench::RunCellBench(*co);
+  });
+
+  // The hollow agents' processes of `herd bench cell`.
+  auto* h = bench->add_subcommand("hollow", "Hollow agents for 'herd bench cell' (which starts them): runs until SIGTERM");
+  auto ho = std::make_shared<bench::HollowProcessOptions>();
+  h->add_option("--master", ho->master, "The master's HOST:PORT")->required();
+  h->add_option("--ca", ho->ca_dir, "The cell CA's directory (issues each machine's credential)")->required();
+  h->add_option("--first", ho->first, "Number of the first machine")->capture_default_str();
+  h->add_option("--count", ho->count, "Machines")->capture_default_str();
+  h->add_option("--width", ho->width, "Digits in machine names (0: as needed)")->capture_default_str();
+  h->add_option("--agents-per-port", ho->agents_per_port, "Machines per TLS port")->capture_default_str();
+  h->add_option("--contact-threads", ho->contact_threads, "Threads ringing doorbells and registering")
+      ->capture_default_str();
+  h->add_option("--capacity", ho->capacity, "Each machine's capacity")->capture_default_str();
+  h->add_option("--start-ms", ho->start_ms, "How long a start takes")->capture_default_str();
+  h->add_option("--parallel-starts", ho->max_parallel_starts, "Starts at once per machine")->capture_default_str();
+  h->add_option("--stats", ho->stats_file, "Where to write 'registered starts live rings' every half second");
+  h->callback([&rc, ho] {
+    if (ho->count < 1 || ho->first < 0) {
+      std::fprintf(stderr, "herd bench hollow: --count must be positive, --first not negative\n");
+      rc = 2;
+      return;
+    }
+    rc = bench::RunHollowAgents(*ho);
   });
 }
 

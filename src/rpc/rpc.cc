@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
+#include "base/status.h"
 
 namespace herd::rpc {
 
@@ -39,8 +40,9 @@ pki::Subject MasterIdentity() { return pki::Subject{pki::Role::kMaster, "master"
 pki::Subject MachineIdentity(absl::string_view name) { return pki::Subject{pki::Role::kMachine, std::string(name)}; }
 
 std::shared_ptr<grpc::Channel> Channel(const std::string& address, const pki::Credential& self,
-                                       const pki::Subject& server) {
+                                       const pki::Subject& server, int64_t idle_timeout_ms) {
   grpc::ChannelArguments args;
+  if (idle_timeout_ms > 0) args.SetInt(GRPC_ARG_CLIENT_IDLE_TIMEOUT_MS, static_cast<int>(idle_timeout_ms));
   // Retry a refused connection soon (a master or agent restarting), but
   // give each attempt, TLS handshake included, gRPC's default 20 s to
   // finish: GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is also the connect timeout,
@@ -124,13 +126,32 @@ absl::Status ValidateAddress(absl::string_view address) {
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& address,
                                                           std::vector<grpc::Service*> services,
                                                           const pki::Credential& self, std::string* bound) {
-  if (absl::Status st = ValidateAddress(address); !st.ok()) return st;
-  grpc::SslServerCredentialsOptions tls(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  tls.pem_root_certs = self.ca_pem;
-  tls.pem_key_cert_pairs.push_back({self.key_pem, self.cert_pem});
+  std::vector<std::string> ports;
+  HERD_ASSIGN_OR_RETURN(std::unique_ptr<grpc::Server> server,
+                        StartServer({Listener{address, {self}}}, std::move(services), &ports));
+  *bound = ports[0];
+  return server;
+}
+
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::vector<Listener>& listeners,
+                                                          std::vector<grpc::Service*> services,
+                                                          std::vector<std::string>* bound) {
   grpc::ServerBuilder b;
-  int port = 0;
-  b.AddListeningPort(address, grpc::SslServerCredentials(tls), &port);
+  std::vector<int> ports(listeners.size(), 0);
+  for (size_t i = 0; i < listeners.size(); ++i) {
+    const Listener& l = listeners[i];
+    if (absl::Status st = ValidateAddress(l.address); !st.ok()) return st;
+    if (l.identities.empty()) return absl::InvalidArgumentError(absl::StrCat("no identity to present on ", l.address));
+    grpc::SslServerCredentialsOptions tls(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    tls.pem_root_certs = l.identities[0].ca_pem;
+    for (const pki::Credential& c : l.identities) {
+      if (c.ca_pem != l.identities[0].ca_pem) {
+        return absl::InvalidArgumentError(absl::StrCat("the identities on ", l.address, " are not all of one CA"));
+      }
+      tls.pem_key_cert_pairs.push_back({c.key_pem, c.cert_pem});
+    }
+    b.AddListeningPort(l.address, grpc::SslServerCredentials(tls), &ports[i]);
+  }
   b.SetMaxReceiveMessageSize(kMaxRequestBytes);
   // A bounded number of requests in progress: past it gRPC answers
   // RESOURCE_EXHAUSTED at once instead of queueing without end.
@@ -140,12 +161,19 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& add
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* s : services) b.RegisterService(s);
   std::unique_ptr<grpc::Server> server = b.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", address, " (in use, or not an address of this host)"));
+  for (size_t i = 0; i < listeners.size(); ++i) {
+    if (server == nullptr || ports[i] == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot listen on ", listeners[i].address, " (in use, or not an address of this host)"));
+    }
   }
-  std::string host(address.substr(0, address.rfind(':')));
-  if (host == "0.0.0.0" || host == "[::]" || host.empty()) host = "127.0.0.1";
-  *bound = absl::StrCat(host, ":", port);
+  bound->clear();
+  for (size_t i = 0; i < listeners.size(); ++i) {
+    const std::string& address = listeners[i].address;
+    std::string host(address.substr(0, address.rfind(':')));
+    if (host == "0.0.0.0" || host == "[::]" || host.empty()) host = "127.0.0.1";
+    bound->push_back(absl::StrCat(host, ":", ports[i]));
+  }
   return server;
 }
 

@@ -51,8 +51,11 @@ pki::Subject MachineIdentity(absl::string_view name);
 
 // A TLS channel to HOST:PORT presenting `self`, which succeeds only if the
 // server holds a certificate for `server` signed by self's CA.
+// With `idle_timeout_ms` > 0 the connection closes after that long without
+// a call (and opens again on the next): for clients that call rarely and of
+// which there are many (hollow agents ringing the master).
 std::shared_ptr<grpc::Channel> Channel(const std::string& address, const pki::Credential& self,
-                                       const pki::Subject& server);
+                                       const pki::Subject& server, int64_t idle_timeout_ms = 0);
 
 // A client context with a deadline (0: none) and, if not empty, the user
 // the call acts on behalf of.
@@ -75,5 +78,19 @@ absl::Status ValidateAddress(absl::string_view address);
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& address,
                                                           std::vector<grpc::Service*> services,
                                                           const pki::Credential& self, std::string* bound);
+
+// One TLS port presenting several identities (all of one CA): the handshake
+// presents the one whose server name the client asks for (SNI, which Channel
+// sets to the name of the identity it expects). Hollow agents serve
+// thousands of machines' identities from a few ports this way.
+struct Listener {
+  std::string address;  // HOST:PORT, port 0 = pick one
+  std::vector<pki::Credential> identities;
+};
+// Starts one server on every listener; *bound receives each listener's
+// HOST:PORT, in order.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::vector<Listener>& listeners,
+                                                          std::vector<grpc::Service*> services,
+                                                          std::vector<std::string>* bound);
 
 }  // namespace herd::rpc

@@ -10,9 +10,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "harness/harness.h"
 
@@ -137,6 +141,38 @@ TEST(ScaleTest, ARunToCompletionTaskFreesItsPlaceWithoutWaitingForAPoll) {
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(first->tasks(0).state(), v1::Task::DEAD);
   EXPECT_EQ(first->tasks(0).exit_code(), 0);
+}
+
+// `herd bench cell` (the interface the issue fixes): a small cell of hollow
+// agents against a real master runs every task once, marks no machine down,
+// and prints the RESULT lines scripts read.
+TEST(ScaleTest, BenchCellRunsEveryTaskOnceAndPrintsItsResults) {
+  const std::string cmd = harness::HerdBinary() + " bench cell --agents 20 --tasks 2000 --timeout 300 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int rc = pclose(p);
+  EXPECT_EQ(rc, 0) << out;
+  std::map<std::string, double> results;
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    if (!absl::ConsumePrefix(&line, "RESULT ")) continue;
+    const size_t eq = line.find('=');
+    double v;
+    if (eq != absl::string_view::npos && absl::SimpleAtod(line.substr(eq + 1), &v)) {
+      results[std::string(line.substr(0, eq))] = v;
+    }
+  }
+  for (const char* key : {"tasks_per_min", "submit_to_running_p99_ms", "machines_marked_down", "master_peak_rss_mib"}) {
+    EXPECT_TRUE(results.contains(key)) << key << " missing:\n" << out;
+  }
+  EXPECT_GT(results["tasks_per_min"], 0) << out;
+  EXPECT_EQ(results["tasks_not_running"], 0) << out;
+  EXPECT_EQ(results["machines_marked_down"], 0) << out;
+  EXPECT_EQ(results["tasks_started_more_than_once"], 0) << out;
+  EXPECT_EQ(results["tasks_lost_or_moved"], 0) << out;
 }
 
 }  // namespace
