@@ -102,6 +102,7 @@ struct Figures {
   int64_t polls = 0, full_polls = 0, poll_failures = 0;
   double master_cpu_s = 0, master_cpu_cores = 0;
   double master_peak_rss_mib = 0;
+  double master_rss_mib = 0;  // at the end
   int64_t machines_down = 0;
   int64_t lost = 0;
   int64_t starts = 0;  // hollow starts over all agents
@@ -399,6 +400,7 @@ class Cell {
       stub_->GetCell(ctx.get(), v1::GetCellRequest(), &end);
     }
     f->master_peak_rss_mib = static_cast<double>(StatusKib(master_pid_, "VmHWM")) / 1024;
+    f->master_rss_mib = static_cast<double>(StatusKib(master_pid_, "VmRSS")) / 1024;
     watch_ctx.TryCancel();
     watcher.join();
 
@@ -540,9 +542,10 @@ void Print(const std::string& label, const std::string& prefix, const Figures& f
   std::printf("  polls %lld (%lld full, %lld failed), round trip p50 %.1f ms p99 %.1f ms; doorbells %lld\n",
               static_cast<long long>(f.polls), static_cast<long long>(f.full_polls),
               static_cast<long long>(f.poll_failures), f.poll_p50_ms, f.poll_p99_ms, static_cast<long long>(f.rings));
-  std::printf("  master: %.1f CPU-s (%.2f cores), peak RSS %.0f MiB; machines marked down %lld; tasks lost or moved "
+  std::printf("  master: %.1f CPU-s (%.2f cores), peak RSS %.0f MiB (%.0f MiB at the end); machines marked down %lld; tasks lost or moved "
               "%lld; hollow starts %lld\n",
-              f.master_cpu_s, f.master_cpu_cores, f.master_peak_rss_mib, static_cast<long long>(f.machines_down),
+              f.master_cpu_s, f.master_cpu_cores, f.master_peak_rss_mib, f.master_rss_mib,
+              static_cast<long long>(f.machines_down),
               static_cast<long long>(f.lost), static_cast<long long>(f.starts));
   if (!f.error.empty()) std::printf("  FAILED: %s\n", f.error.c_str());
   auto r = [&prefix](const char* name, double v) { std::printf("RESULT %s%s=%.6g\n", prefix.c_str(), name, v); };
@@ -561,6 +564,7 @@ void Print(const std::string& label, const std::string& prefix, const Figures& f
   r("master_cpu_seconds", f.master_cpu_s);
   r("master_cpu_cores", f.master_cpu_cores);
   r("master_peak_rss_mib", f.master_peak_rss_mib);
+  r("master_rss_mib", f.master_rss_mib);
   r("machines_marked_down", static_cast<double>(f.machines_down));
   r("tasks_lost_or_moved", static_cast<double>(f.lost));
   r("tasks_started_more_than_once", static_cast<double>(std::max<int64_t>(0, f.starts - f.running)));

@@ -57,6 +57,9 @@ pki::Subject MachineIdentity(absl::string_view name);
 std::shared_ptr<grpc::Channel> Channel(const std::string& address, const pki::Credential& self,
                                        const pki::Subject& server, int64_t idle_timeout_ms = 0);
 
+// The TLS credentials presenting `self` (one object per identity).
+std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const pki::Credential& self);
+
 // A client context with a deadline (0: none) and, if not empty, the user
 // the call acts on behalf of.
 std::unique_ptr<grpc::ClientContext> Context(absl::string_view acting_as, int64_t timeout_ms);
