@@ -26,6 +26,27 @@ class FakeAgentLink : public master::AgentLink {
     ++a.polls;
     a.last_request = req;
     if (!a.up) return absl::UnavailableError(absl::StrCat("agent ", address, " unreachable"));
+    if (a.lose_next_reply) {
+      // Applied, but the reply never reaches the master.
+      a.lose_next_reply = false;
+      (void)PollLocked(a, req);
+      return absl::DeadlineExceededError(absl::StrCat("the reply of ", address, " was lost"));
+    }
+    return PollLocked(a, req);
+  }
+
+  // The next poll of `address` is applied but its reply is lost.
+  void LoseNextReply(const std::string& address) {
+    std::lock_guard l(mu_);
+    agents_[address].lose_next_reply = true;
+  }
+
+ private:
+  struct Agent;
+
+ public:
+  // One agent's answer to `req` (mu_ held).
+  absl::StatusOr<v1::PollResponse> PollLocked(Agent& a, const v1::PollRequest& req) {
     // The runs wanted here after this request.
     std::vector<v1::TaskRun> desired;
     if (req.delta()) {
@@ -136,6 +157,7 @@ class FakeAgentLink : public master::AgentLink {
     std::map<std::string, v1::RunStatus> runs;
     int polls = 0, started = 0, killed = 0, refused_deltas = 0;
     bool deltas = false;
+    bool lose_next_reply = false;
     std::map<std::string, v1::TaskRun> held;  // the desired state held (deltas)
     int64_t held_revision = 0;
     v1::PollRequest last_request;

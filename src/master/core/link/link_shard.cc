@@ -409,9 +409,12 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
       absl::MutexLock l(&mu_);
       Entry& e = entries_[name];
       e.up = plan.up;
-      // The agent may or may not have applied it: send everything next.
-      e.acked = nullptr;
-      e.acked_revision = 0;
+      // What the agent holds is unknown if it applied this poll but the
+      // reply was lost; the next delta still builds on what it last said it
+      // holds, and an agent that holds something else refuses it and gets
+      // everything then. Resetting here instead made every poll of a
+      // machine that does not answer a full one -- the whole desired state
+      // built, again and again, for nobody.
       Health& h = e.health;
       ++h.polls;
       misses = ++h.misses;

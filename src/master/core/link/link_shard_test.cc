@@ -235,6 +235,40 @@ TEST_F(DeltaPollTest, AnAgentThatLostTrackGetsEverythingAndLosesNothing) {
   EXPECT_TRUE(Last().delta());
 }
 
+// A machine that does not answer costs small polls, not its whole desired
+// state every time; and a poll the agent applied whose reply was lost is
+// recovered by the agent refusing the next delta.
+TEST_F(DeltaPollTest, FailedPollsStayDeltasAndALostReplyIsRecovered) {
+  link_.SetDeltas("m0:1", true);
+  Submit("a", 4);
+  Poll();
+  Poll();
+  link_.SetUp("m0:1", false);
+  Poll();
+  Poll();
+  EXPECT_TRUE(Last().delta()) << "a poll after a failed one built everything again";
+  EXPECT_EQ(Last().desired_size(), 0);
+  link_.SetUp("m0:1", true);
+  Submit("b", 2);
+  Poll();
+  ASSERT_TRUE(Last().delta());
+  EXPECT_EQ(Last().desired_size(), 2);
+  EXPECT_EQ(link_.RefusedDeltas("m0:1"), 0);
+  EXPECT_EQ(ActiveAndReplaced(), std::make_pair(6, 0));
+  // Applied, reply lost: the agent now holds a revision the master never
+  // heard of, refuses the next delta, and gets everything.
+  Submit("c", 1);
+  link_.LoseNextReply("m0:1");
+  Poll();
+  Submit("d", 1);
+  Poll();
+  EXPECT_EQ(link_.RefusedDeltas("m0:1"), 1);
+  Poll();
+  EXPECT_FALSE(Last().delta());
+  EXPECT_EQ(Last().desired_size(), 8);
+  EXPECT_EQ(ActiveAndReplaced(), std::make_pair(8, 0));
+}
+
 TEST_F(DeltaPollTest, EveryMachineGetsItsWholeStateEveryFullPollInterval) {
   link_.SetDeltas("m0:1", true);
   Submit("a", 2);
