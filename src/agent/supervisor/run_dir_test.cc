@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -86,6 +87,39 @@ TEST_F(RunDirTest, SpecAndStatePersist) {
   ASSERT_TRUE(dir.ClearAttempt().ok());
   EXPECT_FALSE(std::filesystem::exists(dir.File("exit")));
   EXPECT_TRUE(dir.ClearAttempt().ok());  // idempotent
+}
+
+// A run's state is rewritten in place: no new inode per write (each one
+// cost an inode allocation and a free, slow on ext4 without a journal), and
+// a shorter state after a longer one reads back exactly.
+TEST_F(RunDirTest, StateIsRewrittenInPlaceAndAShorterOneReadsBackExactly) {
+  RunDir dir(root_ + "/r2");
+  ASSERT_TRUE(dir.Create().ok());
+  RunState longer;
+  longer.phase = v1::Task::BACKOFF;
+  longer.restarts = 123456;
+  longer.started_ms = 1764000000000;
+  longer.backoff_ms = 30000;
+  longer.shim = {4242, 987654321};
+  longer.message = "restart 123456 after: exited with code 1 (a long message to make the record longer)";
+  ASSERT_TRUE(dir.WriteState(longer).ok());
+  struct stat first;
+  ASSERT_EQ(stat(dir.File("state").c_str(), &first), 0);
+  RunState shorter;
+  shorter.phase = v1::Task::ACTIVE;
+  shorter.restarts = 1;
+  ASSERT_TRUE(dir.WriteState(shorter).ok());
+  struct stat second;
+  ASSERT_EQ(stat(dir.File("state").c_str(), &second), 0);
+  EXPECT_EQ(first.st_ino, second.st_ino) << "a new file per write";
+  absl::StatusOr<RunState> read = dir.ReadState();
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->phase, v1::Task::ACTIVE);
+  EXPECT_EQ(read->restarts, 1);
+  EXPECT_EQ(read->started_ms, 0);
+  EXPECT_EQ(read->shim.pid, 0);
+  EXPECT_TRUE(read->message.empty());
+  EXPECT_FALSE(std::filesystem::exists(dir.File("state.tmp")));
 }
 
 TEST_F(RunDirTest, EnvironmentAndWorkdir) {
