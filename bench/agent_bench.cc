@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "bench/proc_stats.h"
 #include "herd/v1/agent.grpc.pb.h"
 #include "rpc/rpc.h"
 
@@ -51,33 +52,8 @@ bool Exists(const std::string& path) {
 }
 
 // Resident memory of a process, in KiB (VmRSS).
-long RssKib(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
-// utime + stime of a process, in clock ticks.
-long CpuTicks(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t close = s.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(s.substr(close + 2));
-  std::string f;
-  long utime = 0, stime = 0;
-  for (int field = 3; rest >> f; ++field) {
-    if (field == 14) utime = std::atol(f.c_str());
-    if (field == 15) {
-      stime = std::atol(f.c_str());
-      break;
-    }
-  }
-  return utime + stime;
-}
+long RssKib(pid_t pid) { return herd::bench::ProcStatusKib(pid, "VmRSS"); }
+long CpuTicks(pid_t pid) { return herd::bench::ProcCpuTicks(pid); }
 
 herd::v1::TaskRun MakeRun(int i) {
   herd::v1::TaskRun r;

@@ -27,6 +27,7 @@
 #include "base/signals.h"
 #include "base/resources.h"
 #include "base/status.h"
+#include "bench/proc_stats.h"
 #include "base/units.h"
 #include "herd/v1/api.grpc.pb.h"
 #include "pki/pki.h"
@@ -49,35 +50,8 @@ double Percentile(std::vector<double>& v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
-// A field of /proc/PID/status in KiB (VmRSS, VmHWM); -1 if unknown.
-long StatusKib(pid_t pid, const char* field) {
-  std::ifstream in(pid == 0 ? std::string("/proc/self/status") : absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  const size_t n = strlen(field);
-  while (std::getline(in, line)) {
-    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':') return std::atol(line.c_str() + n + 1);
-  }
-  return -1;
-}
-
-// utime + stime of a process, in seconds.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t close = s.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(s.substr(close + 2));
-  std::string f;
-  long utime = 0, stime = 0;
-  for (int field = 3; rest >> f; ++field) {
-    if (field == 14) utime = std::atol(f.c_str());
-    if (field == 15) {
-      stime = std::atol(f.c_str());
-      break;
-    }
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
+long StatusKib(pid_t pid, const char* field) { return ProcStatusKib(pid, field); }
+double CpuSeconds(pid_t pid) { return ProcCpuSeconds(pid); }
 
 std::string SelfExe() {
   std::error_code ec;
