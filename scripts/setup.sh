@@ -8,6 +8,7 @@ PACKAGES=(
   g++ cmake ninja-build ccache pkg-config git procps psmisc
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libjsonnet-dev libspdlog-dev libfmt-dev libcli11-dev
+  etcd-server etcd-client
   libsqlite3-dev sqlite3 zlib1g-dev libssl-dev openssl tar nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev

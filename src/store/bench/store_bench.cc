@@ -1,11 +1,14 @@
-// store_bench: durable mutations per second through SqliteLogStore, with and
-// without group commit, on realistic mutations (nine TaskObserved for every
+// store_bench: durable mutations per second through SqliteLogStore and
+// through EtcdLogStore on a real etcd cluster (Debian's etcd-server, N
+// members on loopback, data on the same disk), with and without group
+// commit, on realistic mutations (nine TaskObserved for every
 // JobsSubmitted). Each writer thread does what the master does: assign a
 // revision and Enqueue under a state lock, then WaitDurable outside it.
 // The baseline, measured in the same run: one Append (one transaction, one
-// fsync) per mutation from a single writer.
+// fsync) per mutation from a single writer, for each backend.
 //
-//   store_bench [--seconds=N]   (default 3 per configuration)
+//   store_bench [--seconds=N] [--etcd-members=N]
+//     (defaults: 3 s per configuration, 3 members; 0 members: SQLite only)
 //
 // Prints a table and one `RESULT name=value` line per figure.
 #include <algorithm>
@@ -21,8 +24,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "store/group_commit.h"
 #include "store/log_store.h"
+#include "store/etcd/etcd_log_store.h"
+#include "store/etcd/testing.h"
+#include "store/etcd/leader_lease.h"
 #include "store/sqlite/sqlite_log_store.h"
 #include "store/test_util.h"
 
@@ -61,8 +68,8 @@ std::unique_ptr<SqliteLogStore> OpenFresh(const testing::TempDir& dir, const std
   return std::move(s).value();
 }
 
-Figure SingleAppend(LogStore* store, double seconds) {
-  Figure f{.name = "sqlite_single_append",
+Figure SingleAppend(const std::string& backend, LogStore* store, double seconds) {
+  Figure f{.name = backend + "_single_append",
            .config = "Append per mutation, no group commit",
            .writers = 1};
   std::vector<double> lat;
@@ -126,13 +133,43 @@ Figure GroupCommit(const std::string& name, const std::string& config, LogStore*
   return f;
 }
 
+// A fresh, fenced etcd store under its own prefix (the bench holds the
+// leader key, as a master would).
+struct EtcdStore {
+  std::unique_ptr<etcd::Client> client;
+  std::unique_ptr<etcd::LeaderLease> lease;
+  std::unique_ptr<etcd::EtcdLogStore> store;
+};
+
+EtcdStore OpenEtcd(const std::vector<std::string>& endpoints, const std::string& name) {
+  EtcdStore e;
+  etcd::ClientOptions co;
+  co.endpoints = endpoints;
+  auto c = etcd::Client::Connect(co);
+  if (!c.ok()) Die(c.status());
+  e.client = std::move(c).value();
+  etcd::StoreOptions so;
+  so.prefix = absl::StrCat("/bench/", name, "/");
+  auto l = etcd::LeaderLease::Campaign(e.client.get(),
+                                       etcd::LeaseOptions{so.prefix + "leader", "bench"}, nullptr);
+  if (!l.ok()) Die(l.status());
+  e.lease = std::move(l).value();
+  auto s = etcd::EtcdLogStore::Open(e.client.get(), so, e.lease->fence());
+  if (!s.ok()) Die(s.status());
+  e.store = std::move(s).value();
+  return e;
+}
+
 int Main(int argc, char** argv) {
   double seconds = 3;
+  int etcd_members = 3;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--seconds=", 10) == 0) {
       seconds = std::atof(argv[i] + 10);
+    } else if (std::strncmp(argv[i], "--etcd-members=", 15) == 0) {
+      etcd_members = std::atoi(argv[i] + 15);
     } else {
-      std::fprintf(stderr, "usage: %s [--seconds=N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--seconds=N] [--etcd-members=N]\n", argv[0]);
       return 2;
     }
   }
@@ -147,13 +184,30 @@ int Main(int argc, char** argv) {
   std::vector<Figure> figures;
   {
     auto store = OpenFresh(dir, "single");
-    figures.push_back(SingleAppend(store.get(), seconds));
+    figures.push_back(SingleAppend("sqlite", store.get(), seconds));
   }
   for (int writers : {1, 4, 16}) {
     auto store = OpenFresh(dir, absl::StrCat("group", writers));
     figures.push_back(GroupCommit(absl::StrCat("sqlite_group_commit_", writers, "w"),
                                   "GroupCommitLog over SqliteLogStore", store.get(), writers,
                                   seconds));
+  }
+  std::unique_ptr<etcd::testing::EtcdCluster> cluster;
+  if (etcd_members > 0) {
+    cluster = std::make_unique<etcd::testing::EtcdCluster>(dir.path(), etcd_members);
+    if (absl::Status st = cluster->Start(); !st.ok()) Die(st);
+    std::printf("etcd: %d members at %s\n\n", etcd_members,
+                absl::StrJoin(cluster->Endpoints(), ",").c_str());
+    {
+      EtcdStore e = OpenEtcd(cluster->Endpoints(), "single");
+      figures.push_back(SingleAppend("etcd", e.store.get(), seconds));
+    }
+    for (int writers : {1, 4, 16}) {
+      EtcdStore e = OpenEtcd(cluster->Endpoints(), absl::StrCat("group", writers));
+      figures.push_back(GroupCommit(absl::StrCat("etcd_group_commit_", writers, "w"),
+                                    "GroupCommitLog over EtcdLogStore", e.store.get(), writers,
+                                    seconds));
+    }
   }
   {
     // The machinery's own ceiling: group commit with nothing durable behind it.
@@ -171,17 +225,32 @@ int Main(int argc, char** argv) {
                 f.p99_us);
   }
   std::printf("\n");
-  const double baseline = figures[0].per_s();
+  auto per_s = [&](const std::string& name) {
+    for (const Figure& f : figures) {
+      if (f.name == name) return f.per_s();
+    }
+    return 0.0;
+  };
   for (const Figure& f : figures) {
     std::printf("RESULT %s_mutations_per_s=%.0f\n", f.name.c_str(), f.per_s());
   }
   for (const Figure& f : figures) {
     std::printf("RESULT %s_p99_wait_us=%.0f\n", f.name.c_str(), f.p99_us);
   }
-  for (size_t i = 1; i < figures.size(); ++i) {
-    if (figures[i].name.rfind("sqlite_", 0) != 0) continue;
-    std::printf("RESULT %s_vs_single_append=%.2f\n", figures[i].name.c_str(),
-                figures[i].per_s() / baseline);
+  for (const Figure& f : figures) {
+    for (const char* backend : {"sqlite", "etcd"}) {
+      const std::string b = backend;
+      if (f.name.rfind(b + "_group", 0) != 0) continue;
+      std::printf("RESULT %s_vs_single_append=%.2f\n", f.name.c_str(),
+                  f.per_s() / per_s(b + "_single_append"));
+    }
+  }
+  if (etcd_members > 0) {
+    for (int writers : {1, 4, 16}) {
+      std::printf("RESULT etcd_vs_sqlite_group_commit_%dw=%.2f\n", writers,
+                  per_s(absl::StrCat("etcd_group_commit_", writers, "w")) /
+                      per_s(absl::StrCat("sqlite_group_commit_", writers, "w")));
+    }
   }
   return 0;
 }
