@@ -42,6 +42,9 @@ Client::Client(const GlobalFlags& flags) : timeout_ms_(flags.timeout_ms) {
   acting_as_ = absl::AsciiStrToLower(acting_as_);
   user_ = acting_as_.empty() ? credential_.info.subject.name : acting_as_;
   if (acting_as_ == credential_.info.subject.name) acting_as_.clear();
+  if (absl::StatusOr<std::string> target = rpc::Target(master_); !target.ok()) {
+    target_status_ = target.status();  // what the first call's failure says
+  }
   stub_ = v1::Herd::NewStub(rpc::Channel(master_, credential_, rpc::MasterIdentity()));
 }
 
@@ -50,6 +53,7 @@ std::unique_ptr<grpc::ClientContext> Client::Context(int64_t timeout_ms) const {
 }
 
 absl::Status Client::Error(const grpc::Status& st) const {
+  if (!target_status_.ok()) return target_status_;
   const std::string& msg = st.error_message();
   if (st.error_code() == grpc::StatusCode::UNAVAILABLE &&
       (absl::StrContains(msg, "andshake") || absl::StrContains(msg, "SSL") || absl::StrContains(msg, "ertificate"))) {

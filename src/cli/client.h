@@ -48,6 +48,7 @@ class Client {
   std::string master_;
   std::string credentials_path_;
   absl::Status credential_status_;  // why the credential could not be loaded
+  absl::Status target_status_;  // why --master is not a valid address or list
   pki::Credential credential_;
   std::string acting_as_;  // sent to the master; empty: the credential's own user
   std::string user_;

@@ -43,6 +43,11 @@ void AddMaster(CLI::App& app, int& rc) {
   auto sched_flags = std::make_shared<SchedulerFlags>();
   auto sched_mode = std::make_shared<std::string>("internal");
   cmd->add_option("--data", o->data_dir, "Data directory (the embedded store lives here)")->required();
+  cmd->add_option("--store", o->store,
+                  "Replicated state: etcd://HOST:PORT[,HOST:PORT...][/PREFIX]; run 3 or 5 masters on it, one leads "
+                  "(default: SQLite in --data, one master)");
+  cmd->add_option("--lease-ttl", o->lease_ttl_s, "With --store etcd://: the leader lease's TTL in seconds")
+      ->capture_default_str();
   cmd->add_option("--listen", o->listen, "API address HOST:PORT")->capture_default_str();
   cmd->add_option("--credentials", o->credentials,
                   "The master's credential, role master (default DATA/credentials.pem)");

@@ -1,5 +1,7 @@
 #include "rpc/rpc.h"
 
+#include <arpa/inet.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -12,6 +14,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/log.h"
 #include "base/status.h"
 
@@ -54,7 +59,40 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& address, const pki::Cr
   args.SetMaxReceiveMessageSize(kMaxResponseBytes);
   // The name the server's certificate must carry, whatever the address.
   args.SetSslTargetNameOverride(pki::ServerName(server));
-  return grpc::CreateCustomChannel(address, ClientCredentials(self), args);
+  absl::StatusOr<std::string> target = Target(address);
+  // A bad list fails every call with the reason (checked earlier by the CLI).
+  return grpc::CreateCustomChannel(target.ok() ? *target : address, ClientCredentials(self), args);
+}
+
+absl::StatusOr<std::string> Target(const std::string& address) {
+  if (address.find(',') == std::string::npos) return address;
+  std::vector<std::string> v4, v6;
+  for (absl::string_view entry : absl::StrSplit(address, ',')) {
+    entry = absl::StripAsciiWhitespace(entry);
+    const size_t colon = entry.rfind(':');
+    int port = 0;
+    if (colon == absl::string_view::npos || !absl::SimpleAtoi(entry.substr(colon + 1), &port) || port <= 0 ||
+        port > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat("master list '", address, "': '", entry, "' is not HOST:PORT"));
+    }
+    std::string host(entry.substr(0, colon));
+    in6_addr a6;
+    in_addr a4;
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']' &&
+        inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &a6) == 1) {
+      v6.emplace_back(entry);
+    } else if (inet_pton(AF_INET, host.c_str(), &a4) == 1) {
+      v4.emplace_back(entry);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "master list '", address, "': '", host,
+          "' is not an IP address (list masters by address, or give one DNS name with an address per master)"));
+    }
+  }
+  if (!v4.empty() && !v6.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("master list '", address, "' mixes IPv4 and IPv6 addresses"));
+  }
+  return v4.empty() ? absl::StrCat("ipv6:", absl::StrJoin(v6, ",")) : absl::StrCat("ipv4:", absl::StrJoin(v4, ","));
 }
 
 std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const pki::Credential& self) {

@@ -54,8 +54,17 @@ pki::Subject MachineIdentity(absl::string_view name);
 // With `idle_timeout_ms` > 0 the connection closes after that long without
 // a call (and opens again on the next): for clients that call rarely and of
 // which there are many (hollow agents ringing the master).
+//
+// `address` may list several masters, "HOST:PORT,HOST:PORT,..." (each HOST
+// an IP address): the channel connects to the first that accepts, which is
+// the leader (only the leader serves), and moves on when it goes away.
 std::shared_ptr<grpc::Channel> Channel(const std::string& address, const pki::Credential& self,
                                        const pki::Subject& server, int64_t idle_timeout_ms = 0);
+
+// The gRPC target for `address` (one HOST:PORT, or a list as above);
+// INVALID_ARGUMENT naming the entry if a list holds something other than
+// IP:PORT (several masters behind one DNS name need no list: give the name).
+absl::StatusOr<std::string> Target(const std::string& address);
 
 // The TLS credentials presenting `self` (one object per identity).
 std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const pki::Credential& self);

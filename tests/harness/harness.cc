@@ -1,5 +1,11 @@
 #include "harness/harness.h"
 
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
+#include <arpa/inet.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -543,6 +549,81 @@ absl::Status Cell::StartMaster() {
   return absl::UnavailableError("the master did not start; see " + dir_.Sub("logs/master.log"));
 }
 
+namespace {
+int FreeLoopbackPort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+}  // namespace
+
+absl::Status Cell::StartReplicas(int n, const std::string& store_url, const std::vector<std::string>& flags) {
+  if (!replicas_.empty() || master_) return absl::FailedPreconditionError("masters are already running");
+  std::vector<std::string> addresses;
+  for (int i = 0; i < n; ++i) {
+    Replica r;
+    r.address = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+    std::string data = dir_.Sub(absl::StrCat("master", i));
+    fs::create_directories(data);
+    r.argv = {HerdBinary(), "master", "--data", data, "--credentials", dir_.Sub("master/credentials.pem"),
+              "--listen", r.address, "--store", store_url, "--poll-interval", options_.poll_interval,
+              "--down-after", absl::StrCat(options_.down_after), "--ca", CaDir()};
+    for (const auto& f : options_.master_flags) r.argv.push_back(f);
+    for (const auto& f : flags) r.argv.push_back(f);
+    addresses.push_back(r.address);
+    replicas_.push_back(std::move(r));
+  }
+  master_address_ = absl::StrJoin(addresses, ",");
+  for (int i = 0; i < n; ++i) {
+    if (absl::Status st = RestartReplica(i); !st.ok()) return st;
+  }
+  RunResult r;
+  if (Eventually([&] { return (r = Herd({"cell"})).exit_code == 0; }, 30s, 20ms)) return absl::OkStatus();
+  std::string states;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    Child* c = replicas_[i].child.get();
+    absl::StrAppend(&states, " master", i, c && c->Running() ? " running" : " exited",
+                    c && c->Wait(0ms) ? absl::StrCat(" (status ", *c->Wait(0ms), ")") : "", ";");
+  }
+  return absl::UnavailableError(absl::StrCat("no replica answers (", states, "): ", r.Describe()));
+}
+
+absl::Status Cell::RestartReplica(int i) {
+  Replica& r = replicas_[i];
+  if (r.child && r.child->Running()) return absl::FailedPreconditionError("replica is running");
+  auto child = Child::Spawn(absl::StrCat("master", i), r.argv, dir_.Sub(absl::StrCat("logs/master", i, ".log")));
+  if (!child.ok()) return child.status();
+  r.child = std::move(*child);
+  return absl::OkStatus();
+}
+
+void Cell::StopReplica(int i, int sig) {
+  Replica& r = replicas_[i];
+  if (!r.child) return;
+  if (sig == SIGKILL) {
+    r.child->Kill();
+  } else {
+    r.child->Signal(sig);
+    if (!r.child->Wait(30s)) r.child->Kill();
+  }
+}
+
+int Cell::LeaderIndex() const {
+  auto info = HerdJson<v1::CellInfo>({"cell"});
+  if (!info.ok()) return -1;
+  for (size_t i = 0; i < replicas_.size(); ++i) {
+    if (replicas_[i].address == info->leader()) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 void Cell::StopMaster(int sig) {
   if (!master_) return;
   if (sig == SIGKILL) {
@@ -737,6 +818,9 @@ void Cell::Shutdown() {
     if (child) child->Kill();
   }
   if (master_) master_->Kill();
+  for (auto& r : replicas_) {
+    if (r.child) r.child->Kill();
+  }
 }
 
 std::string Cell::LogTails(size_t bytes) const {

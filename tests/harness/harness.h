@@ -200,6 +200,19 @@ class Cell {
   absl::Status StartMaster();
   // Signals the master (default SIGKILL) and waits for it to exit.
   void StopMaster(int sig = SIGKILL);
+
+  // Replicated masters instead (issue #12): `n` masters on `store_url`
+  // (etcd://...), each with its own data directory and fixed port, sharing
+  // the master credential. master_address() becomes the list of them all.
+  // Returns once the CLI gets an answer through the list (a leader serves).
+  absl::Status StartReplicas(int n, const std::string& store_url, const std::vector<std::string>& flags = {});
+  // Starts replica i again (same port, same data directory).
+  absl::Status RestartReplica(int i);
+  void StopReplica(int i, int sig = SIGKILL);
+  Child* replica(int i) { return replicas_[i].child.get(); }
+  int replica_count() const { return static_cast<int>(replicas_.size()); }
+  // Which replica `herd cell` reports as the leader (-1 if none answers).
+  int LeaderIndex() const;
   Child* master() { return master_.get(); }
   const std::string& master_address() const { return master_address_; }
 
@@ -287,6 +300,12 @@ class Cell {
   std::map<std::string, AgentSlot> agents_;
   std::map<std::string, std::unique_ptr<Child>> schedulers_;
   std::vector<std::string> roots_;  // every agent root ever used
+  struct Replica {
+    std::unique_ptr<Child> child;
+    std::string address;
+    std::vector<std::string> argv;
+  };
+  std::vector<Replica> replicas_;
 };
 
 // Task helpers over a ListTasksResponse.

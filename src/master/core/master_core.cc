@@ -16,6 +16,23 @@ absl::StatusOr<std::unique_ptr<MasterCore>> MasterCore::Create(store::LogStore* 
   return std::unique_ptr<MasterCore>(new MasterCore(store, link, clock, std::move(options), std::move(state)));
 }
 
+absl::StatusOr<std::unique_ptr<MasterCore>> MasterCore::CreateFrom(store::LogStore* store, AgentLink* link,
+                                                                   Clock* clock, MasterOptions options,
+                                                                   cell::CellState hot) {
+  const int64_t from = hot.revision();
+  absl::Status st = CatchUp(*store, hot, 0);
+  if (st.code() == absl::StatusCode::kOutOfRange) {
+    HERD_LOG_WARN("the log after revision {} was compacted; recovering from the store instead", from);
+    return Create(store, link, clock, std::move(options));
+  }
+  HERD_RETURN_IF_ERROR(st);
+  HERD_LOG_INFO("took over cell '{}' at revision {} (hot from {}): {} jobs, {} machines, {} tasks running",
+                hot.cell_name(), hot.revision(), from, hot.jobs().size(), hot.machines().size(),
+                hot.task_count(v1::Task::RUNNING));
+  if (options.authorizer == nullptr) return absl::InvalidArgumentError("MasterOptions.authorizer is not set");
+  return std::unique_ptr<MasterCore>(new MasterCore(store, link, clock, std::move(options), std::move(hot)));
+}
+
 MasterCore::MasterCore(store::LogStore* store, AgentLink* link, Clock* clock, MasterOptions options,
                        cell::CellState state)
     : options_(std::move(options)),

@@ -39,6 +39,12 @@ class MasterCore {
   // `clock` must outlive the MasterCore.
   static absl::StatusOr<std::unique_ptr<MasterCore>> Create(store::LogStore* store, AgentLink* link, Clock* clock,
                                                            MasterOptions options);
+  // The same, from a state a follower kept hot (at or behind the store's
+  // head): only the log after it is replayed. Falls back to a full recovery
+  // if that log was compacted away.
+  static absl::StatusOr<std::unique_ptr<MasterCore>> CreateFrom(store::LogStore* store, AgentLink* link,
+                                                               Clock* clock, MasterOptions options,
+                                                               cell::CellState hot);
   ~MasterCore();
 
   // Starts polling agents and scheduling.

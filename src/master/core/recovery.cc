@@ -20,6 +20,14 @@ absl::StatusOr<cell::CellState> Recover(store::LogStore& store, int64_t revision
   if (snap.has_value()) {
     HERD_ASSIGN_OR_RETURN(state, cell::CellState::FromSnapshot(*snap));
   }
+  HERD_RETURN_IF_ERROR(CatchUp(store, state, revision));
+  return state;
+}
+
+absl::Status CatchUp(store::LogStore& store, cell::CellState& state, int64_t revision) {
+  if (revision == 0) {
+    HERD_ASSIGN_OR_RETURN(revision, store.LastRevision());
+  }
   if (state.revision() < revision) {
     HERD_RETURN_IF_ERROR(store.ReadLog(state.revision() + 1, revision, [&](const v1::Mutation& m) {
       absl::Status st = state.Apply(m);
@@ -32,7 +40,7 @@ absl::StatusOr<cell::CellState> Recover(store::LogStore& store, int64_t revision
   if (state.revision() != revision) {
     return absl::DataLossError(absl::StrCat("log ends at revision ", state.revision(), ", expected ", revision));
   }
-  return state;
+  return absl::OkStatus();
 }
 
 }  // namespace herd::master

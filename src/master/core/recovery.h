@@ -17,4 +17,11 @@ namespace herd::master {
 absl::StatusOr<cell::CellState> Recover(store::LogStore& store, int64_t revision = 0,
                                         const std::string& cell_name = "local");
 
+// Brings `state` forward to `revision` (0 = the newest) by replaying the log
+// after state.revision(): how a hot follower keeps up and takes over without
+// a rebuild. OUT_OF_RANGE if the log it needs was compacted (the caller must
+// Recover from a snapshot instead); DATA_LOSS if it does not replay. On error
+// `state` may have been partly advanced (still consistent at its revision()).
+absl::Status CatchUp(store::LogStore& store, cell::CellState& state, int64_t revision = 0);
+
 }  // namespace herd::master

@@ -89,7 +89,10 @@ grpc::Status HerdService::Why(grpc::ServerContext* ctx, const v1::WhyRequest* re
 grpc::Status HerdService::GetCell(grpc::ServerContext* ctx, const v1::GetCellRequest*, v1::CellInfo* out) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
-  return Reply(core_->machines().GetCell(*who), out);
+  grpc::Status st = Reply(core_->machines().GetCell(*who), out);
+  out->set_leader(leader_);
+  out->set_store(store_);
+  return st;
 }
 grpc::Status HerdService::GrantAccess(grpc::ServerContext* ctx, const v1::GrantAccessRequest* req,
                                       v1::GrantAccessResponse* out) {

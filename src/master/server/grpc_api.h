@@ -23,6 +23,12 @@ class HerdService final : public v1::Herd::Service {
   // `limiter` (may be null: no limits) is asked once per request, after
   // the caller is known and before the core sees it.
   explicit HerdService(MasterCore* core, RateLimiter* limiter = nullptr) : core_(core), limiter_(limiter) {}
+  // What GetCell reports as the leader's address and the store; set before
+  // the server starts.
+  void SetIdentity(std::string leader, std::string store) {
+    leader_ = std::move(leader);
+    store_ = std::move(store);
+  }
   grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest*, v1::SubmitResponse*) override;
   grpc::Status Kill(grpc::ServerContext*, const v1::KillRequest*, v1::KillResponse*) override;
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*, v1::GetJobResponse*) override;
@@ -53,6 +59,8 @@ class HerdService final : public v1::Herd::Service {
 
   MasterCore* const core_;
   RateLimiter* const limiter_;
+  std::string leader_;
+  std::string store_;
 };
 
 // Polls agents over gRPC as the master (credential `self`), one cached

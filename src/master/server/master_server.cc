@@ -7,12 +7,20 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "base/log.h"
 #include "master/core/admission/audit.h"
 #include "master/server/grpc_api.h"
 #include "rpc/rpc.h"
+#include "master/core/recovery.h"
+#include "store/etcd/etcd_client.h"
+#include "store/etcd/etcd_log_store.h"
+#include "store/etcd/leader_lease.h"
 #include "store/sqlite/sqlite_log_store.h"
 
 namespace herd::master {
@@ -54,6 +62,178 @@ absl::Status LoadIdentity(const ServerOptions& o, MasterOptions* core) {
   return absl::OkStatus();
 }
 
+// Serves `core` until a stop signal: the API on options.listen, the
+// master.addr file, the link and the scheduler. Returns the exit code.
+int Serve(const ServerOptions& options, MasterCore* core, const std::string& store_name, double recover_ms,
+          store::etcd::LeaderLease* lease) {
+  core->SetFatalHandler([](const absl::Status& st) {
+    HERD_LOG_ERROR("store failure, exiting so that recovery can rebuild from disk: {}", st.ToString());
+    std::_Exit(3);
+  });
+  RateLimiter limiter(RealClock::Get(), {.per_second = options.user_rate, .burst = 2 * options.user_rate});
+  HerdService service(core, &limiter);
+  std::string bound;
+  auto server = rpc::StartServer(options.listen, {&service}, *options.core.credential, &bound);
+  if (!server.ok()) {
+    HERD_LOG_ERROR("{}", server.status().message());
+    return 1;
+  }
+  service.SetIdentity(bound, store_name);
+  core->Start();
+  {
+    // Whole or not at all (renamed into place): `herd up --listen HOST:0`
+    // and the tests read it to find the port.
+    const std::filesystem::path addr = std::filesystem::path(options.data_dir) / "master.addr";
+    std::ofstream(addr.string() + ".tmp") << bound << "\n";
+    std::error_code ec;
+    std::filesystem::rename(addr.string() + ".tmp", addr, ec);
+  }
+  HERD_LOG_INFO("master of cell '{}' listening on {} (store {}, recovered in {:.1f} ms, scheduler {}){}",
+                options.core.cell_name, bound, store_name, recover_ms,
+                options.core.run_scheduler ? "internal" : "external: placements come from 'herd scheduler'",
+                lease ? " as the leader" : "");
+
+  WaitForStopSignal();
+  HERD_LOG_INFO("master stopping");
+  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  core->Stop();
+  if (auto* loop = core->scheduler()) {
+    auto s = loop->stats();
+    HERD_LOG_INFO("scheduler stats: passes {}, proposed {}, accepted {}, rejected {}", s.passes, s.proposed,
+                  s.accepted, s.rejected);
+  }
+  // Hand over at once rather than after a TTL.
+  if (lease) lease->Resign();
+  return 0;
+}
+
+void SetFreeBytes(ServerOptions& options) {
+  // The disk the store is on: changes stop, reads go on, below the reserve.
+  // (With etcd the disk is etcd's, which has its own quota and alarm.)
+  options.core.committer.free_bytes = [dir = options.data_dir]() -> int64_t {
+    struct statvfs vfs;
+    if (statvfs(dir.c_str(), &vfs) != 0) return -1;
+    return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+  };
+}
+
+// A replica on etcd: follow the log (state kept hot) while campaigning for
+// the leader lease; once leader, take over from the hot state and serve.
+// Losing the lease ends the process (exit 4): it must stop writing and stop
+// commanding agents at once, and a restart makes it a follower again.
+int RunReplica(ServerOptions options) {
+  absl::StatusOr<store::etcd::EtcdUrl> url = store::etcd::ParseEtcdUrl(options.store);
+  if (!url.ok()) {
+    HERD_LOG_ERROR("--store: {}", url.status().message());
+    return 2;
+  }
+  if (absl::EndsWith(options.listen, ":0")) {
+    HERD_LOG_ERROR("--listen {}: a replicated master needs a fixed port (followers and clients find the leader "
+                   "by it)",
+                   options.listen);
+    return 2;
+  }
+  store::etcd::StoreOptions so;
+  so.prefix = url->prefix.empty() ? absl::StrCat("/herd/", options.core.cell_name, "/") : url->prefix;
+  if (so.prefix.back() != '/') so.prefix += '/';
+  store::etcd::ClientOptions co;
+  co.endpoints = url->endpoints;
+  auto client = store::etcd::Client::Connect(co);
+  if (!client.ok()) {
+    HERD_LOG_ERROR("etcd: {}", client.status().ToString());
+    return 1;
+  }
+  const std::string store_name = absl::StrCat("etcd://", absl::StrJoin(url->endpoints, ","), so.prefix);
+
+  // Follow: recover once, then apply what the leader appends as it lands.
+  absl::StatusOr<std::unique_ptr<store::etcd::EtcdLogStore>> reader;
+  while (true) {
+    reader = store::etcd::EtcdLogStore::OpenReadOnly(client->get(), so);
+    if (reader.ok() || StopSignalReceived()) break;
+    HERD_LOG_WARN("etcd at {} does not answer yet: {}", store_name, reader.status().ToString());
+    if (WaitForStopSignal(1000) != 0) break;
+  }
+  if (!reader.ok()) return StopSignalReceived() ? 0 : 1;
+  auto t0 = std::chrono::steady_clock::now();
+  absl::StatusOr<cell::CellState> hot = Recover(**reader, 0, options.core.cell_name);
+  if (!hot.ok()) {
+    HERD_LOG_ERROR("cannot read the cell from {}: {}", store_name, hot.status().ToString());
+    return 1;
+  }
+  HERD_LOG_INFO("following cell '{}' in {} from revision {}", options.core.cell_name, store_name, hot->revision());
+  absl::Mutex mu;
+  bool won = false;
+  std::thread follower([&] {
+    store::etcd::EtcdLogStore::Head head{hot->revision(), 0};
+    while (true) {
+      {
+        absl::MutexLock l(&mu);
+        if (won) return;
+      }
+      auto next = (*reader)->WaitForAppend(head, absl::Milliseconds(500));
+      if (!next.ok()) {
+        HERD_LOG_WARN("following {}: {}", store_name, next.status().ToString());
+        absl::SleepFor(absl::Milliseconds(200));
+        auto h = (*reader)->ReadHead();
+        if (h.ok()) head.etcd_revision = h->etcd_revision;
+        continue;
+      }
+      absl::MutexLock l(&mu);
+      if (won) return;
+      absl::Status st = CatchUp(**reader, *hot, next->revision);
+      if (st.code() == absl::StatusCode::kOutOfRange) {
+        // Compacted past us (we were away too long): start again from a snapshot.
+        absl::StatusOr<cell::CellState> fresh = Recover(**reader, 0, options.core.cell_name);
+        if (fresh.ok()) *hot = std::move(*fresh);
+        st = fresh.status();
+      }
+      if (!st.ok()) {
+        HERD_LOG_WARN("following {}: {}", store_name, st.ToString());
+        continue;
+      }
+      head = {hot->revision(), next->etcd_revision};
+    }
+  });
+
+  absl::StatusOr<std::unique_ptr<store::etcd::LeaderLease>> lease = store::etcd::LeaderLease::Campaign(
+      client->get(),
+      store::etcd::LeaseOptions{so.prefix + "leader", options.listen, absl::Seconds(options.lease_ttl_s)},
+      [] { return StopSignalReceived(); });
+  {
+    absl::MutexLock l(&mu);
+    won = true;
+  }
+  follower.join();
+  if (!lease.ok()) {
+    if (StopSignalReceived()) return 0;
+    HERD_LOG_ERROR("campaign for leader: {}", lease.status().ToString());
+    return 1;
+  }
+  const auto won_at = std::chrono::steady_clock::now();
+  (*lease)->OnLost([] {
+    HERD_LOG_ERROR("lost the leader lease: stopping at once (a new leader may act now)");
+    std::_Exit(4);
+  });
+  auto writer = store::etcd::EtcdLogStore::Open(client->get(), so, (*lease)->fence());
+  if (!writer.ok()) {
+    HERD_LOG_ERROR("cannot open {} as the leader: {}", store_name, writer.status().ToString());
+    return 1;
+  }
+  GrpcAgentLink link(*options.core.credential);
+  // No disk reserve check: the disk is etcd's, which has its own quota.
+  auto core = MasterCore::CreateFrom(writer->get(), &link, RealClock::Get(), options.core, std::move(*hot));
+  if (!core.ok()) {
+    HERD_LOG_ERROR("taking over failed: {}", core.status().ToString());
+    return 1;
+  }
+  const double takeover_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - won_at).count();
+  HERD_LOG_INFO("won the leader lease; took over in {:.1f} ms (followed for {:.1f} s)", takeover_ms,
+                std::chrono::duration<double>(won_at - t0).count());
+  int rc = Serve(options, core->get(), store_name, takeover_ms, lease->get());
+  core->reset();
+  return rc;
+}
+
 }  // namespace
 
 int RunMaster(const ServerOptions& o) {
@@ -69,6 +249,7 @@ int RunMaster(const ServerOptions& o) {
     HERD_LOG_ERROR("cannot create data directory {}: {}", options.data_dir, ec.message());
     return 1;
   }
+  if (!options.store.empty()) return RunReplica(std::move(options));
   std::string db = (std::filesystem::path(options.data_dir) / "cell.db").string();
   auto store = store::SqliteLogStore::Open(db);
   if (!store.ok()) {
@@ -77,12 +258,7 @@ int RunMaster(const ServerOptions& o) {
   }
   auto t0 = std::chrono::steady_clock::now();
   GrpcAgentLink link(*options.core.credential);
-  // The disk the store is on: changes stop, reads go on, below the reserve.
-  options.core.committer.free_bytes = [dir = options.data_dir]() -> int64_t {
-    struct statvfs vfs;
-    if (statvfs(dir.c_str(), &vfs) != 0) return -1;
-    return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
-  };
+  SetFreeBytes(options);
   auto core = MasterCore::Create(store->get(), &link, RealClock::Get(), options.core);
   if (!core.ok()) {
     HERD_LOG_ERROR("recovery failed: {}", core.status().ToString());
@@ -90,42 +266,9 @@ int RunMaster(const ServerOptions& o) {
   }
   double recover_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  (*core)->SetFatalHandler([](const absl::Status& st) {
-    HERD_LOG_ERROR("store failure, exiting so that recovery can rebuild from disk: {}", st.ToString());
-    std::_Exit(3);
-  });
-  RateLimiter limiter(RealClock::Get(), {.per_second = options.user_rate, .burst = 2 * options.user_rate});
-  HerdService service(core->get(), &limiter);
-  std::string bound;
-  auto server = rpc::StartServer(options.listen, {&service}, *options.core.credential, &bound);
-  if (!server.ok()) {
-    HERD_LOG_ERROR("{}", server.status().message());
-    return 1;
-  }
-  (*core)->Start();
-  {
-    // Whole or not at all (renamed into place): `herd up --listen HOST:0`
-    // and the tests read it to find the port.
-    const std::filesystem::path addr = std::filesystem::path(options.data_dir) / "master.addr";
-    std::ofstream(addr.string() + ".tmp") << bound << "\n";
-    std::error_code ec;
-    std::filesystem::rename(addr.string() + ".tmp", addr, ec);
-  }
-  HERD_LOG_INFO("master of cell '{}' listening on {} (data in {}, recovered in {:.1f} ms, scheduler {})",
-                options.core.cell_name, bound, options.data_dir, recover_ms,
-                options.core.run_scheduler ? "internal" : "external: placements come from 'herd scheduler'");
-
-  WaitForStopSignal();
-  HERD_LOG_INFO("master stopping");
-  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  (*core)->Stop();
-  if (auto* loop = (*core)->scheduler()) {
-    auto s = loop->stats();
-    HERD_LOG_INFO("scheduler stats: passes {}, proposed {}, accepted {}, rejected {}", s.passes, s.proposed,
-                  s.accepted, s.rejected);
-  }
+  int rc = Serve(options, core->get(), absl::StrCat("sqlite:", db), recover_ms, nullptr);
   core->reset();
-  return 0;
+  return rc;
 }
 
 }  // namespace herd::master

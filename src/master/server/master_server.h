@@ -21,6 +21,14 @@ struct ServerOptions {
   // Requests a second each user may send (a burst of twice that); 0: no
   // limit.
   double user_rate = 200;
+  // Where the state lives: "" = SQLite in data_dir (one master); or
+  // "etcd://HOST:PORT,HOST:PORT/PREFIX" = replicated masters sharing an etcd
+  // cluster: this one follows (hot) until it wins the leader lease, then
+  // serves on `listen`, which must then name a port (it is what the others
+  // and `herd cell` report as the leader).
+  std::string store;
+  // The leader lease's TTL (etcd's minimum is 2 s by default).
+  int64_t lease_ttl_s = 2;
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.

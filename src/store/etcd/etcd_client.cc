@@ -295,8 +295,11 @@ absl::StatusOr<std::vector<pb::Event>> Client::WaitForChange(const std::string& 
   grpc::Status fin = stream->Finish();
   if (!events.empty()) return events;
   absl::Status s = FromGrpc(fin, ep.address);
+  // etcd ends a watch whose client deadline passed with UNKNOWN "context
+  // deadline exceeded": a timeout too.
   if (s.ok() || fin.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
-      fin.error_code() == grpc::StatusCode::CANCELLED) {
+      fin.error_code() == grpc::StatusCode::CANCELLED ||
+      absl::StrContains(fin.error_message(), "deadline exceeded")) {
     return events;  // nothing changed in time
   }
   if (Retryable(s)) {

@@ -1,0 +1,126 @@
+// Replicated masters on etcd (issue #12) on a real cell: three `herd
+// master --store etcd://...` processes on a real etcd, agents and task
+// processes on loopback. The leader is killed (-9) again and again: each
+// time another replica takes over from its hot state, a write sent through
+// the master list is acknowledged by the new leader, nothing acknowledged
+// before is lost, and no running task is stopped or started again (same
+// pid, incarnation 1). Every wait is for an event.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "harness/harness.h"
+#include "store/etcd/testing.h"
+
+namespace herd {
+namespace {
+
+using harness::Cell;
+using harness::Eventually;
+using harness::RunResult;
+using harness::Summarize;
+using namespace std::chrono_literals;
+
+std::string JobSpec(const std::string& name, int tasks) {
+  return absl::StrCat("name: ", name, "\nuser: alice\ntasks: ", tasks,
+                      "\ncommand: [\"/bin/sleep\", \"3600\"]\nresources: {cpu: 10m, memory: 8Mi}\n");
+}
+
+class HaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    etcd_ = std::make_unique<store::etcd::testing::EtcdCluster>(cell_.dir().Sub("etcd"), 3);
+    std::filesystem::create_directories(cell_.dir().Sub("etcd"));
+    absl::Status st = etcd_->Start();
+    ASSERT_TRUE(st.ok()) << st;
+    st = cell_.StartReplicas(3, etcd_->Url("/herd/ha-test/"));
+    ASSERT_TRUE(st.ok()) << st << cell_.LogTails();
+    ASSERT_TRUE(cell_.StartAgents(2).ok()) << cell_.LogTails();
+  }
+
+  // pid of every task of `job`, by index, once all `n` run.
+  std::map<int, int64_t> WaitRunning(const std::string& job, int n) {
+    std::map<int, int64_t> pids;
+    v1::ListTasksResponse last;
+    bool ok = Eventually([&] {
+      auto t = cell_.Tasks(job);
+      if (!t.ok()) return false;
+      last = *t;
+      pids.clear();
+      for (const auto& task : t->tasks()) {
+        if (task.state() == v1::Task::RUNNING && task.phase() == v1::Task::ACTIVE && task.pid() > 0) {
+          pids[task.index()] = task.pid();
+        }
+      }
+      return static_cast<int>(pids.size()) == n;
+    }, 60s);
+    EXPECT_TRUE(ok) << Summarize(last) << cell_.LogTails();
+    return pids;
+  }
+
+  Cell cell_;
+  std::unique_ptr<store::etcd::testing::EtcdCluster> etcd_;
+};
+
+TEST_F(HaTest, KillingTheLeaderLosesNothingAndTouchesNoTask) {
+  cell_.WriteSpec("web.yaml", JobSpec("web", 6));
+  RunResult r = cell_.Herd({"submit", cell_.dir().Sub("web.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const std::map<int, int64_t> before = WaitRunning("alice/web", 6);
+
+  std::set<int> leaders;
+  for (int kill = 0; kill < 3; ++kill) {
+    const int leader = cell_.LeaderIndex();
+    ASSERT_GE(leader, 0) << cell_.LogTails();
+    leaders.insert(leader);
+    cell_.StopReplica(leader, SIGKILL);
+    // A write through the list lands once another replica leads.
+    const std::string job = absl::StrCat("after-kill-", kill);
+    cell_.WriteSpec(job + ".yaml", JobSpec(job, 1));
+    ASSERT_TRUE(Eventually([&] {
+      return (r = cell_.Herd({"submit", cell_.dir().Sub(job + ".yaml")}, 5s)).exit_code == 0;
+    }, 60s)) << r.Describe() << cell_.LogTails();
+    const int next = cell_.LeaderIndex();
+    ASSERT_GE(next, 0);
+    EXPECT_NE(next, leader);
+    // The killed replica comes back as a follower.
+    ASSERT_TRUE(cell_.RestartReplica(leader).ok());
+  }
+  EXPECT_GE(leaders.size(), 2u);  // leadership really moved around
+
+  // Nothing acknowledged was lost: every job is there and runs.
+  for (int kill = 0; kill < 3; ++kill) WaitRunning(absl::StrCat("alice/after-kill-", kill), 1);
+  // No task of the first job was stopped or started again.
+  auto tasks = cell_.Tasks("alice/web");
+  ASSERT_TRUE(tasks.ok());
+  for (const auto& t : tasks->tasks()) {
+    EXPECT_EQ(t.pid(), before.at(t.index())) << Summarize(*tasks);
+    EXPECT_EQ(t.incarnation(), 1) << Summarize(*tasks);
+    EXPECT_EQ(t.restarts(), 0) << Summarize(*tasks);
+  }
+  // And no machine was marked down by a new leader.
+  auto machines = cell_.Machines();
+  ASSERT_TRUE(machines.ok());
+  for (const auto& m : machines->machines()) EXPECT_EQ(m.state(), v1::Machine::UP) << m.name();
+}
+
+TEST_F(HaTest, AReplicaThatIsNotTheLeaderDoesNotServe) {
+  const int leader = cell_.LeaderIndex();
+  ASSERT_GE(leader, 0);
+  for (int i = 0; i < cell_.replica_count(); ++i) {
+    if (i == leader) continue;
+    // Straight at a follower: nothing listens there.
+    std::vector<std::string> list = absl::StrSplit(cell_.master_address(), ',');
+    RunResult r = cell_.Herd({"--master", list[i], "cell"}, 5s);
+    EXPECT_NE(r.exit_code, 0) << r.Describe();
+  }
+  auto info = cell_.HerdJson<v1::CellInfo>({"cell"});
+  ASSERT_TRUE(info.ok());
+  EXPECT_NE(info->store().find("etcd://"), std::string::npos) << info->store();
+}
+
+}  // namespace
+}  // namespace herd
