@@ -255,6 +255,9 @@ void AddUp(CLI::App& app, int& rc) {
   cmd->add_option("--poll-interval", o->poll_interval, "How often the master polls each agent")
       ->capture_default_str();
   cmd->add_flag("-d,--detach", o->detach, "Run in the background (stop with 'herd down')");
+  cmd->add_flag("--ha", o->ha,
+                "Replicated control plane: a 3-member etcd cluster and 3 masters on it (ports picked, printed; a "
+                "master that dies is started again), so failover can be watched here");
   cmd->callback([&rc, o] { rc = RunUp(*o); });
   auto* down = app.add_subcommand("down", "Stop a cell started with 'herd up --detach'");
   auto dir = std::make_shared<std::string>();

@@ -1,10 +1,13 @@
 #include "main/up.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -21,6 +25,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "agent/cgroup/cgroup_extension.h"
 #include "agent/runtime/process.h"
@@ -340,7 +345,7 @@ Slice SliceMachine(const UpOptions& o, const std::string& data) {
 std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, const std::string& exe,
                                const std::string& master, const Slice& slice) {
   std::vector<Child> out;
-  const std::string host = master.substr(0, master.rfind(':'));
+  const std::string host = o.listen.substr(0, o.listen.rfind(':'));  // the master's host (or the first's)
   for (int i = 0; i < o.agents; ++i) {
     const std::string name = absl::StrCat("m", i);
     const std::string capacity =
@@ -379,9 +384,10 @@ bool WaitReady(const std::string& data, const std::string& master, int agents, i
   return false;
 }
 
-std::string Greeting(const UpOptions& o, const std::string& data, const std::string& master, const Slice& slice) {
-  std::string text = absl::StrCat("Herd cell '", o.cell, "' is up (pid ", getpid(), ").\n", "  master  ", master,
-                                  "   data: ", data, "   logs: ", data, "/logs\n", "  agents  ");
+std::string Greeting(const UpOptions& o, const std::string& data, const std::string& master, const Slice& slice,
+                     const std::string& ha_text) {
+  std::string text = absl::StrCat("Herd cell '", o.cell, "' is up (pid ", getpid(), ").\n", o.ha ? "  masters " : "  master  ",
+                                  master, "   data: ", data, "   logs: ", data, "/logs\n", ha_text, "  agents  ");
   for (int i = 0; i < o.agents; ++i) absl::StrAppend(&text, i ? ", " : "", "m", i, " (rack r", i / 2, ")");
   absl::StrAppend(&text, "; each with cpu ", FormatCpu(slice.cpu_millis), ", memory ",
                   FormatBytes(slice.memory_bytes), "\n");
@@ -397,8 +403,11 @@ std::string Greeting(const UpOptions& o, const std::string& data, const std::str
 }
 
 // Until a stop signal: reports any child that exits on its own. It is not
-// restarted, so failures stay visible (restart the cell to bring it back).
-void Supervise(std::vector<Child>& children, Hangup hangup) {
+// restarted, so failures stay visible (restart the cell to bring it back) --
+// except a replicated master (--ha), which `restart` starts again, as a
+// process supervisor would on real machines: it comes back as a follower.
+void Supervise(std::vector<Child>& children, Hangup hangup, const std::string& data,
+               const std::function<pid_t(const std::string&)>& restart) {
   InstallStopSignalHandlers(hangup);
   while (WaitForStopSignal(500) == 0) {
     int status = 0;
@@ -406,20 +415,119 @@ void Supervise(std::vector<Child>& children, Hangup hangup) {
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
       for (Child& c : children) {
         if (c.pid != pid) continue;  // else: an orphaned shim, just reaped
-        std::fprintf(stderr, "herd up: %s exited (%s %d); the rest of the cell keeps running\n", c.name.c_str(),
-                     WIFSIGNALED(status) ? "signal" : "code",
+        std::fprintf(stderr, "herd up: %s exited (%s %d)", c.name.c_str(), WIFSIGNALED(status) ? "signal" : "code",
                      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        c.pid = -1;
+        c.pid = restart ? restart(c.name) : -1;
+        std::fprintf(stderr, c.pid > 0 ? "; started again\n" : "; the rest of the cell keeps running\n");
+        if (c.pid > 0) WriteChildren(data, children);
       }
     }
   }
 }
 
-// Agents first (they stop their tasks), then the master; each gets SIGTERM
-// and a while to finish, then SIGKILL.
+// ---- --ha: etcd and replicated masters -------------------------------------
+
+constexpr int kReplicas = 3;
+
+std::string EtcdBinary() {
+  if (const char* e = std::getenv("HERD_ETCD"); e && *e) return e;
+  for (const char* p : {"/usr/bin/etcd", "/usr/local/bin/etcd"}) {
+    if (access(p, X_OK) == 0) return p;
+  }
+  return "";
+}
+
+int FreePort(const std::string& host) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  inet_pton(AF_INET, host.c_str(), &a.sin_addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return 0;
+  }
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// The ports of an --ha cell: picked on its first start, kept in
+// DATA/ha.ports ("etcd CLIENT PEER" x3, "master PORT" x3), because etcd's
+// members remember each other's addresses in their data.
+struct HaPorts {
+  int etcd_client[kReplicas] = {};
+  int etcd_peer[kReplicas] = {};
+  int master[kReplicas] = {};
+};
+
+absl::StatusOr<HaPorts> LoadOrPickHaPorts(const std::string& data, const std::string& host, int first_master) {
+  const std::string path = (fs::path(data) / "ha.ports").string();
+  HaPorts p;
+  std::ifstream in(path);
+  if (in) {
+    std::string word;
+    for (int i = 0; i < kReplicas; ++i) in >> word >> p.etcd_client[i] >> p.etcd_peer[i];
+    for (int i = 0; i < kReplicas; ++i) in >> word >> p.master[i];
+    if (in) return p;
+    return absl::DataLossError(absl::StrCat(path, " is damaged; remove ", data, " to start afresh"));
+  }
+  for (int i = 0; i < kReplicas; ++i) {
+    p.etcd_client[i] = FreePort(host);
+    p.etcd_peer[i] = FreePort(host);
+    p.master[i] = first_master > 0 ? first_master + i : FreePort(host);
+    if (p.etcd_client[i] == 0 || p.etcd_peer[i] == 0 || p.master[i] == 0) {
+      return absl::UnavailableError(absl::StrCat("cannot find free ports on ", host));
+    }
+  }
+  std::ofstream out(path + ".tmp");
+  for (int i = 0; i < kReplicas; ++i) out << "etcd " << p.etcd_client[i] << " " << p.etcd_peer[i] << "\n";
+  for (int i = 0; i < kReplicas; ++i) out << "master " << p.master[i] << "\n";
+  out.close();
+  std::error_code ec;
+  fs::rename(path + ".tmp", path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot write ", path, ": ", ec.message()));
+  return p;
+}
+
+std::vector<std::string> EtcdArgs(const std::string& data, const std::string& host, const HaPorts& p, int i) {
+  std::string cluster;
+  for (int j = 0; j < kReplicas; ++j) {
+    absl::StrAppend(&cluster, j ? "," : "", "e", j, "=http://", host, ":", p.etcd_peer[j]);
+  }
+  const std::string client = absl::StrCat("http://", host, ":", p.etcd_client[i]);
+  const std::string peer = absl::StrCat("http://", host, ":", p.etcd_peer[i]);
+  return {EtcdBinary(), "--name", absl::StrCat("e", i), "--data-dir",
+          (fs::path(data) / "etcd" / absl::StrCat("e", i)).string(), "--listen-client-urls", client,
+          "--advertise-client-urls", client, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+          "--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token",
+          "herd-up", "--logger", "zap", "--log-level", "warn"};
+}
+
+std::string EtcdUrl(const std::string& host, const HaPorts& p, const std::string& cell) {
+  std::string url = "etcd://";
+  for (int i = 0; i < kReplicas; ++i) absl::StrAppend(&url, i ? "," : "", host, ":", p.etcd_client[i]);
+  return absl::StrCat(url, "/herd/", cell, "/");
+}
+
+std::vector<std::string> ReplicaArgs(const UpOptions& o, const std::string& data, const std::string& exe,
+                                     const std::string& host, const HaPorts& p, int i) {
+  return {exe, "master", "--data", (fs::path(data) / absl::StrCat("master", i)).string(), "--credentials",
+          (fs::path(data) / "master" / "credentials.pem").string(), "--listen",
+          absl::StrCat(host, ":", p.master[i]), "--store", EtcdUrl(host, p, o.cell), "--cell", o.cell,
+          "--poll-interval", o.poll_interval, "--ca", PkiDir(data)};
+}
+
+// Agents first (they stop their tasks), then the masters, then etcd; each
+// gets SIGTERM and a while to finish, then SIGKILL.
+int StopRound(const Child& c) {
+  if (absl::StartsWith(c.name, "etcd")) return 2;
+  return absl::StartsWith(c.name, "master") ? 1 : 0;
+}
+
 void StopAll(std::vector<Child>& children) {
-  for (int round = 0; round < 2; ++round) {
-    auto in_round = [round](const Child& c) { return (c.name == "master") == (round == 1) && c.pid > 0; };
+  for (int round = 0; round < 3; ++round) {
+    auto in_round = [round](const Child& c) { return StopRound(c) == round && c.pid > 0; };
     for (const Child& c : children) {
       if (in_round(c)) kill(c.pid, SIGTERM);
     }
@@ -549,9 +657,51 @@ int RunUp(const UpOptions& o) {
   }
   const std::string exe = SelfExe();
   const Slice slice = SliceMachine(o, data);
-  std::vector<Child> children = {StartMaster(o, data, exe)};
-  WriteChildren(data, children);
-  absl::StatusOr<std::string> master = MasterAddress(o, data, children[0]);
+  std::vector<Child> children;
+  absl::StatusOr<std::string> master;
+  std::function<pid_t(const std::string&)> restart;
+  std::string ha_text;
+  if (o.ha) {
+    const std::string host = o.listen.substr(0, o.listen.rfind(':'));
+    int first_port = 0;
+    (void)absl::SimpleAtoi(o.listen.substr(o.listen.rfind(':') + 1), &first_port);
+    if (EtcdBinary().empty()) {
+      report("--ha needs etcd (apt-get install etcd-server; scripts/setup.sh installs it)\n", false);
+      return 1;
+    }
+    absl::StatusOr<HaPorts> ports = LoadOrPickHaPorts(data, host, first_port);
+    if (!ports.ok()) {
+      report(absl::StrCat(ports.status().message(), "\n"), false);
+      return 1;
+    }
+    std::vector<std::string> masters;
+    for (int i = 0; i < kReplicas; ++i) {
+      children.push_back({absl::StrCat("etcd", i),
+                          Spawn(EtcdArgs(data, host, *ports, i),
+                                (fs::path(data) / "logs" / absl::StrCat("etcd", i, ".log")).string())});
+    }
+    for (int i = 0; i < kReplicas; ++i) {
+      children.push_back({absl::StrCat("master", i),
+                          Spawn(ReplicaArgs(o, data, exe, host, *ports, i),
+                                (fs::path(data) / "logs" / absl::StrCat("master", i, ".log")).string())});
+      masters.push_back(absl::StrCat(host, ":", ports->master[i]));
+    }
+    WriteChildren(data, children);
+    restart = [&o, &data, exe, host, p = *ports](const std::string& name) -> pid_t {
+      int i = -1;
+      if (!absl::StartsWith(name, "master") || !absl::SimpleAtoi(name.substr(6), &i) || i < 0 || i >= kReplicas) {
+        return -1;
+      }
+      return Spawn(ReplicaArgs(o, data, exe, host, p, i),
+                   (fs::path(data) / "logs" / absl::StrCat("master", i, ".log")).string());
+    };
+    master = absl::StrJoin(masters, ",");
+    ha_text = absl::StrCat("  etcd    ", EtcdUrl(host, *ports, o.cell), "\n");
+  } else {
+    children.push_back(StartMaster(o, data, exe));
+    WriteChildren(data, children);
+    master = MasterAddress(o, data, children[0]);
+  }
   if (!master.ok()) {
     StopAll(children);
     report(absl::StrCat(master.status().message(), "\n"), false);
@@ -566,9 +716,9 @@ int RunUp(const UpOptions& o) {
     report(absl::StrCat("the cell did not come up within 30 s: ", why, " (see ", data, "/logs)\n"), false);
     return 1;
   }
-  report(Greeting(o, data, *master, slice), true);
+  report(Greeting(o, data, *master, slice, ha_text), true);
 
-  Supervise(children, o.detach ? Hangup::kIgnore : Hangup::kStop);
+  Supervise(children, o.detach ? Hangup::kIgnore : Hangup::kStop, data, restart);
   std::fprintf(stderr, "herd up: stopping the cell (tasks are stopped, state stays in %s)\n", data.c_str());
   StopAll(children);
   // What the agents could not stop (or runs no agent knew of).

@@ -16,6 +16,10 @@ struct UpOptions {
   bool detach = false;
   std::string poll_interval = "1s";
   std::string example;  // spec file to submit once the cell is up
+  // Replicated control plane (issue #12): a 3-member etcd cluster and 3
+  // masters on it (ports picked once and kept in DATA/ha.ports), agents
+  // given the list; a master that dies is started again.
+  bool ha = false;
 };
 
 std::string DefaultUpDir();

@@ -47,10 +47,19 @@ class UpTest : public ::testing::Test {
   }
   RunResult Down() { return harness::Run({harness::HerdBinary(), "down", "--data", data_}, 180s); }
 
-  // The address the cell's master serves on (it picked a free port).
+  // The address the cell's master serves on (it picked a free port); with
+  // --ha the list of its masters (ha.ports).
   std::string Master() const {
+    if (ha_) {
+      std::vector<std::string> list;
+      for (absl::string_view line : absl::StrSplit(harness::ReadFileOrEmpty(data_ + "/ha.ports"), '\n')) {
+        if (absl::ConsumePrefix(&line, "master ")) list.push_back(absl::StrCat("127.0.0.1:", line));
+      }
+      return absl::StrJoin(list, ",");
+    }
     return std::string(absl::StripAsciiWhitespace(harness::ReadFileOrEmpty(data_ + "/master/master.addr")));
   }
+  bool ha_ = false;
   RunResult Herd(const std::vector<std::string>& args) const {
     // herd up wrote an admin credential for us beside its state.
     std::vector<std::string> argv = {harness::HerdBinary(), "--master", Master(), "--credentials",
@@ -94,7 +103,8 @@ class UpTest : public ::testing::Test {
 
   std::string Logs() const {
     std::string out;
-    for (const char* f : {"up.log", "logs/master.log", "logs/m0.log", "logs/m1.log"}) {
+    for (const char* f : {"up.log", "logs/master.log", "logs/m0.log", "logs/m1.log", "logs/master0.log",
+                          "logs/master1.log", "logs/master2.log"}) {
       absl::StrAppend(&out, "\n---- ", f, " ----\n", harness::ReadFileOrEmpty(data_ + "/" + f));
     }
     return out;
@@ -238,6 +248,63 @@ void UpTest::DownOfABusyCell(int tasks, harness::Ms poll) {
   const std::vector<ProcInfo> left = harness::ProcessesUnder(data_);
   EXPECT_TRUE(left.empty()) << left.size() << " processes of the cell outlived herd down, e.g. pid " << left[0].pid
                             << " (" << absl::StrJoin(left[0].cmdline, " ") << ")";
+}
+
+// herd up --ha (issue #12): 3 etcd members and 3 masters on this machine.
+// The leader killed -9: `herd up` starts it again (as a follower), another
+// replica leads, a write through the list lands, the running tasks are
+// untouched; herd down stops every process of the cell, etcd included.
+TEST_F(UpTest, UpHaSurvivesItsLeadersDeathAndDownStopsEverything) {
+  ha_ = true;
+  RunResult up = harness::Run({harness::HerdBinary(), "up", "--ha", "--detach", "--data", data_, "--listen",
+                               "127.0.0.1:0", "--agents", "2", "--poll-interval", "200ms"},
+                              120s);
+  ASSERT_EQ(up.exit_code, 0) << up.Describe() << Logs();
+  EXPECT_NE(up.out.find("etcd://"), std::string::npos) << up.out;
+  EXPECT_NE(up.out.find(Master()), std::string::npos) << up.out;
+  const std::string spec = data_ + "/web.yaml";
+  std::ofstream(spec) << "name: web\nuser: alice\ntasks: 4\ncommand: [\"/bin/sleep\", \"3600\"]\n"
+                         "resources: {cpu: 10m, memory: 8Mi}\n";
+  RunResult r = Herd({"submit", spec});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const v1::ListTasksResponse before = WaitActive("alice/web", 4);
+
+  auto info = harness::ParseJsonAs<v1::CellInfo>(Herd({"cell", "--json"}).out);
+  ASSERT_TRUE(info.ok());
+  const std::string leader = info->leader();
+  std::vector<std::string> list = absl::StrSplit(Master(), ',');
+  int li = -1;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i] == leader) li = static_cast<int>(i);
+  }
+  ASSERT_GE(li, 0) << leader << " not in " << Master();
+  const std::string name = absl::StrCat("master", li);
+  const pid_t old_pid = CellDaemons().at(name);
+  kill(old_pid, SIGKILL);
+  // herd up starts it again...
+  ASSERT_TRUE(Eventually([&] {
+    auto d = CellDaemons();
+    return d.count(name) && d.at(name) != old_pid && kill(d.at(name), 0) == 0;
+  }, 60s)) << Logs();
+  // ...and a write lands on whichever replica leads now.
+  const std::string spec2 = data_ + "/after.yaml";
+  std::ofstream(spec2) << "name: after\nuser: alice\ntasks: 1\ncommand: [\"/bin/sleep\", \"3600\"]\n"
+                          "resources: {cpu: 10m, memory: 8Mi}\n";
+  ASSERT_TRUE(Eventually([&] { return (r = Herd({"submit", spec2})).exit_code == 0; }, 60s)) << r.Describe() << Logs();
+  WaitActive("alice/after", 1);
+  const v1::ListTasksResponse after = WaitActive("alice/web", 4);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(after.tasks(i).pid(), before.tasks(i).pid()) << harness::Summarize(after);
+    EXPECT_EQ(after.tasks(i).incarnation(), before.tasks(i).incarnation());
+  }
+
+  const auto daemons = CellDaemons();
+  EXPECT_EQ(daemons.size(), 1u + 3u + 3u + 2u);  // up, etcd x3, masters x3, agents x2
+  RunResult down = Down();
+  ASSERT_EQ(down.exit_code, 0) << down.Describe();
+  for (const auto& [n, pid] : daemons) {
+    EXPECT_TRUE(Eventually([&, pid = pid] { return kill(pid, 0) != 0; }, 30s)) << n << " (pid " << pid << ") still runs";
+  }
 }
 
 TEST_F(UpTest, DownOfABusyCellStartsNothingAgainAndLeavesNothing) { DownOfABusyCell(600, 200ms); }
