@@ -48,6 +48,9 @@ void AddMaster(CLI::App& app, int& rc) {
                   "(default: SQLite in --data, one master)");
   cmd->add_option("--lease-ttl", o->lease_ttl_s, "With --store etcd://: the leader lease's TTL in seconds")
       ->capture_default_str();
+  cmd->add_option("--etcd-credentials", o->etcd_credentials,
+                  "With --store etcd://: TLS to etcd with this credential file (certificate, key, CA), issued by "
+                  "etcd's own CA (not the cell's)");
   cmd->add_option("--listen", o->listen, "API address HOST:PORT")->capture_default_str();
   cmd->add_option("--credentials", o->credentials,
                   "The master's credential, role master (default DATA/credentials.pem)");

@@ -490,18 +490,64 @@ absl::StatusOr<HaPorts> LoadOrPickHaPorts(const std::string& data, const std::st
   return p;
 }
 
+// TLS for etcd, with a CA of its own (DATA/pki/etcd; the cell's CA signs
+// users' credentials, and users must not reach etcd): each member's
+// certificate (for its clients and its peers, naming the host's address)
+// under DATA/etcd/tls, and the masters' client credential there as
+// master.pem. Made once, kept.
+std::string EtcdTlsDir(const std::string& data) { return (fs::path(data) / "etcd" / "tls").string(); }
+
+absl::Status EnsureEtcdTls(const std::string& data, const std::string& host) {
+  const std::string ca_dir = (fs::path(data) / "pki" / "etcd").string();
+  absl::StatusOr<pki::Authority> ca = pki::LoadAuthority(ca_dir);
+  if (!ca.ok()) {
+    ca = pki::CreateAuthority("etcd", time(nullptr), 3650LL * 86400);
+    if (!ca.ok()) return ca.status();
+    HERD_RETURN_IF_ERROR(pki::SaveAuthority(ca_dir, *ca));
+  }
+  const std::string dir = EtcdTlsDir(data);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fs::permissions(dir, fs::perms::owner_all, ec);
+  HERD_RETURN_IF_ERROR(pki::WriteFileAtomic(dir + "/ca.crt", ca->cert_pem, 0644));
+  for (int i = 0; i < kReplicas; ++i) {
+    const std::string crt = absl::StrCat(dir, "/e", i, ".crt");
+    if (fs::exists(crt)) continue;
+    absl::StatusOr<pki::Credential> c =
+        pki::IssueCredential(*ca, pki::Subject{pki::Role::kMachine, absl::StrCat("etcd-e", i)}, time(nullptr),
+                             3650LL * 86400, absl::StrCat("IP:", host, ",DNS:localhost"));
+    if (!c.ok()) return c.status();
+    HERD_RETURN_IF_ERROR(pki::WriteFileAtomic(absl::StrCat(dir, "/e", i, ".key"), c->key_pem, 0600));
+    HERD_RETURN_IF_ERROR(pki::WriteFileAtomic(crt, c->cert_pem, 0644));
+  }
+  const std::string master = dir + "/master.pem";
+  if (!fs::exists(master)) {
+    absl::StatusOr<pki::Credential> c =
+        pki::IssueCredential(*ca, pki::Subject{pki::Role::kMaster, ""}, time(nullptr), 3650LL * 86400);
+    if (!c.ok()) return c.status();
+    HERD_RETURN_IF_ERROR(pki::SaveCredential(master, *c));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> EtcdArgs(const std::string& data, const std::string& host, const HaPorts& p, int i) {
   std::string cluster;
   for (int j = 0; j < kReplicas; ++j) {
-    absl::StrAppend(&cluster, j ? "," : "", "e", j, "=http://", host, ":", p.etcd_peer[j]);
+    absl::StrAppend(&cluster, j ? "," : "", "e", j, "=https://", host, ":", p.etcd_peer[j]);
   }
-  const std::string client = absl::StrCat("http://", host, ":", p.etcd_client[i]);
-  const std::string peer = absl::StrCat("http://", host, ":", p.etcd_peer[i]);
+  const std::string client = absl::StrCat("https://", host, ":", p.etcd_client[i]);
+  const std::string peer = absl::StrCat("https://", host, ":", p.etcd_peer[i]);
+  const std::string tls = EtcdTlsDir(data);
+  const std::string crt = absl::StrCat(tls, "/e", i, ".crt"), key = absl::StrCat(tls, "/e", i, ".key");
   return {EtcdBinary(), "--name", absl::StrCat("e", i), "--data-dir",
           (fs::path(data) / "etcd" / absl::StrCat("e", i)).string(), "--listen-client-urls", client,
           "--advertise-client-urls", client, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
           "--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token",
-          "herd-up", "--logger", "zap", "--log-level", "warn"};
+          "herd-up", "--logger", "zap", "--log-level", "warn",
+          // TLS on both ports; only holders of a certificate of etcd's CA get in.
+          "--cert-file", crt, "--key-file", key, "--trusted-ca-file", tls + "/ca.crt", "--client-cert-auth",
+          "--peer-cert-file", crt, "--peer-key-file", key, "--peer-trusted-ca-file", tls + "/ca.crt",
+          "--peer-client-cert-auth"};
 }
 
 std::string EtcdUrl(const std::string& host, const HaPorts& p, const std::string& cell) {
@@ -515,7 +561,8 @@ std::vector<std::string> ReplicaArgs(const UpOptions& o, const std::string& data
   return {exe, "master", "--data", (fs::path(data) / absl::StrCat("master", i)).string(), "--credentials",
           (fs::path(data) / "master" / "credentials.pem").string(), "--listen",
           absl::StrCat(host, ":", p.master[i]), "--store", EtcdUrl(host, p, o.cell), "--cell", o.cell,
-          "--poll-interval", o.poll_interval, "--ca", PkiDir(data)};
+          "--poll-interval", o.poll_interval, "--ca", PkiDir(data), "--etcd-credentials",
+          EtcdTlsDir(data) + "/master.pem"};
 }
 
 // Agents first (they stop their tasks), then the masters, then etcd; each
@@ -674,6 +721,10 @@ int RunUp(const UpOptions& o) {
       report(absl::StrCat(ports.status().message(), "\n"), false);
       return 1;
     }
+    if (absl::Status st = EnsureEtcdTls(data, host); !st.ok()) {
+      report(absl::StrCat("cannot set up etcd's credentials in ", data, ": ", st.message(), "\n"), false);
+      return 1;
+    }
     std::vector<std::string> masters;
     for (int i = 0; i < kReplicas; ++i) {
       children.push_back({absl::StrCat("etcd", i),
@@ -696,7 +747,8 @@ int RunUp(const UpOptions& o) {
                    (fs::path(data) / "logs" / absl::StrCat("master", i, ".log")).string());
     };
     master = absl::StrJoin(masters, ",");
-    ha_text = absl::StrCat("  etcd    ", EtcdUrl(host, *ports, o.cell), "\n");
+    ha_text = absl::StrCat("  etcd    ", EtcdUrl(host, *ports, o.cell), " (TLS; its CA in ", data,
+                           "/pki/etcd)\n");
   } else {
     children.push_back(StartMaster(o, data, exe));
     WriteChildren(data, children);

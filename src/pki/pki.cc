@@ -270,7 +270,7 @@ absl::StatusOr<Authority> CreateAuthority(absl::string_view cell_name, int64_t n
 }
 
 absl::StatusOr<std::string> Issue(const Authority& ca, absl::string_view public_pem, const Subject& who,
-                                  int64_t now_s, int64_t valid_s) {
+                                  int64_t now_s, int64_t valid_s, const std::string& extra_sans) {
   ClearErrorsOnExit clear_errors;
   absl::StatusOr<Owned<X509>> ca_cert = ReadCert(ca.cert_pem);
   if (!ca_cert.ok()) return absl::InvalidArgumentError("the CA certificate is " + ca_cert.status().ToString());
@@ -288,6 +288,7 @@ absl::StatusOr<std::string> Issue(const Authority& ca, absl::string_view public_
   }
   if (absl::Status st = SetValidity(x.get(), now_s, valid_s); !st.ok()) return st;
   std::string san = absl::StrCat("URI:", IdentityUri(who), ",DNS:", ServerName(who));
+  if (!extra_sans.empty()) absl::StrAppend(&san, ",", extra_sans);
   for (auto [nid, value] : {std::pair{NID_basic_constraints, std::string("critical,CA:FALSE")},
                             std::pair{NID_key_usage, std::string("critical,digitalSignature,keyAgreement")},
                             std::pair{NID_ext_key_usage, std::string("serverAuth,clientAuth")},
@@ -358,11 +359,12 @@ absl::Status Verify(absl::string_view cert_pem, absl::string_view ca_cert_pem, i
   return absl::OkStatus();
 }
 
-absl::StatusOr<Credential> IssueCredential(const Authority& ca, const Subject& who, int64_t now_s, int64_t valid_s) {
+absl::StatusOr<Credential> IssueCredential(const Authority& ca, const Subject& who, int64_t now_s, int64_t valid_s,
+                                           const std::string& extra_sans) {
   ClearErrorsOnExit clear_errors;
   absl::StatusOr<KeyPair> kp = GenerateKey();
   if (!kp.ok()) return kp.status();
-  absl::StatusOr<std::string> cert = Issue(ca, kp->public_pem, who, now_s, valid_s);
+  absl::StatusOr<std::string> cert = Issue(ca, kp->public_pem, who, now_s, valid_s, extra_sans);
   if (!cert.ok()) return cert.status();
   Credential c;
   c.cert_pem = *std::move(cert);

@@ -69,7 +69,7 @@ absl::StatusOr<Authority> CreateAuthority(absl::string_view cell_name, int64_t n
 // A certificate for `who`, binding `public_pem`, valid from now_s (less
 // kClockSkewSeconds) for valid_s, with a fresh random serial.
 absl::StatusOr<std::string> Issue(const Authority& ca, absl::string_view public_pem, const Subject& who,
-                                  int64_t now_s, int64_t valid_s);
+                                  int64_t now_s, int64_t valid_s, const std::string& extra_sans = "");
 
 // What a certificate says (no verification).
 absl::StatusOr<CertInfo> Inspect(absl::string_view cert_pem);
@@ -87,7 +87,10 @@ struct Credential {
 };
 // Issues a fresh key and certificate for `who` (for herd up and tests; a
 // user's key is made where it is used, see Issue).
-absl::StatusOr<Credential> IssueCredential(const Authority& ca, const Subject& who, int64_t now_s, int64_t valid_s);
+// `extra_sans` adds subjectAltNames in OpenSSL's syntax ("IP:10.0.0.1,DNS:x"),
+// for servers that are not Herd's (etcd members: clients check their address).
+absl::StatusOr<Credential> IssueCredential(const Authority& ca, const Subject& who, int64_t now_s, int64_t valid_s,
+                                           const std::string& extra_sans = "");
 std::string FormatCredential(const Credential& c);
 // Parses a credential file's text; errors name `where` and what is missing.
 absl::StatusOr<Credential> ParseCredential(absl::string_view text, absl::string_view where);

@@ -261,6 +261,7 @@ TEST_F(UpTest, UpHaSurvivesItsLeadersDeathAndDownStopsEverything) {
                               120s);
   ASSERT_EQ(up.exit_code, 0) << up.Describe() << Logs();
   EXPECT_NE(up.out.find("etcd://"), std::string::npos) << up.out;
+  EXPECT_NE(up.out.find("(TLS"), std::string::npos) << up.out;  // etcd speaks TLS only
   EXPECT_NE(up.out.find(Master()), std::string::npos) << up.out;
   const std::string spec = data_ + "/web.yaml";
   std::ofstream(spec) << "name: web\nuser: alice\ntasks: 4\ncommand: [\"/bin/sleep\", \"3600\"]\n"

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <thread>
 
+#include <grpcpp/security/credentials.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -138,12 +140,31 @@ int RunReplica(ServerOptions options) {
   if (so.prefix.back() != '/') so.prefix += '/';
   store::etcd::ClientOptions co;
   co.endpoints = url->endpoints;
+  if (!options.etcd_credentials.empty()) {
+    absl::StatusOr<pki::Credential> c = pki::LoadCredential(options.etcd_credentials);
+    if (!c.ok()) {
+      HERD_LOG_ERROR("--etcd-credentials: {}", c.status().message());
+      return 2;
+    }
+    if (c->ca_pem == options.core.credential->ca_pem) {
+      HERD_LOG_ERROR("--etcd-credentials {} is issued by the cell's CA: etcd needs a CA of its own, or every user "
+                     "of the cell could write to it",
+                     options.etcd_credentials);
+      return 2;
+    }
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = c->ca_pem;
+    tls.pem_private_key = c->key_pem;
+    tls.pem_cert_chain = c->cert_pem;
+    co.credentials = grpc::SslCredentials(tls);
+  }
   auto client = store::etcd::Client::Connect(co);
   if (!client.ok()) {
     HERD_LOG_ERROR("etcd: {}", client.status().ToString());
     return 1;
   }
-  const std::string store_name = absl::StrCat("etcd://", absl::StrJoin(url->endpoints, ","), so.prefix);
+  const std::string store_name = absl::StrCat("etcd://", absl::StrJoin(url->endpoints, ","), so.prefix,
+                                              co.credentials ? " (TLS)" : " (plaintext)");
 
   // Follow: recover once, then apply what the leader appends as it lands.
   absl::StatusOr<std::unique_ptr<store::etcd::EtcdLogStore>> reader;

@@ -29,6 +29,10 @@ struct ServerOptions {
   std::string store;
   // The leader lease's TTL (etcd's minimum is 2 s by default).
   int64_t lease_ttl_s = 2;
+  // TLS to etcd: a credential file (certificate, key, and the CA that signed
+  // the members' certificates) issued by the etcd cluster's CA, which must
+  // not be the cell's CA (whose users must not reach etcd). "": plaintext.
+  std::string etcd_credentials;
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.
