@@ -89,6 +89,8 @@ v1::Machine Machine::ToProto() const {
   capacity_.ToProto(m.mutable_capacity());
   *m.mutable_attributes() = attributes_;
   m.set_state(state_);
+  m.set_drained(drained_);
+  m.set_drain_reason(drain_reason_);
   allocated_.ToProto(m.mutable_allocated());
   m.set_task_count(static_cast<int32_t>(tasks_.size()));
   m.set_reason(reason_);
@@ -336,6 +338,11 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
       }
       return absl::OkStatus();
     }
+    case v1::Mutation::kMachineDrained:
+      if (FindMachine(m.machine_drained().name()) == nullptr) {
+        return absl::NotFoundError(absl::StrCat("no machine ", m.machine_drained().name()));
+      }
+      return absl::OkStatus();
     case v1::Mutation::kMachinePackages:
       if (FindMachine(m.machine_packages().name()) == nullptr) {
         return absl::NotFoundError(absl::StrCat("no machine ", m.machine_packages().name()));
@@ -391,6 +398,9 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
       break;
     case v1::Mutation::kMachineUp:
       ApplyMachineUp(m);
+      break;
+    case v1::Mutation::kMachineDrained:
+      ApplyMachineDrained(m, fx);
       break;
     case v1::Mutation::kMachinePackages:
       ApplyMachinePackages(m);
@@ -765,6 +775,16 @@ void CellState::ApplyMachineUp(const v1::Mutation& m) {
   mach->reason_ = m.machine_up().reason();
   mach->state_revision_ = revision_;
   freed_revision_ = revision_;
+}
+
+void CellState::ApplyMachineDrained(const v1::Mutation& m, Effects* fx) {
+  Machine* mach = MutableMachine(m.machine_drained().name());
+  mach->drained_ = m.machine_drained().drained();
+  mach->drain_reason_ = mach->drained_ ? m.machine_drained().reason() : "";
+  mach->state_revision_ = revision_;
+  // Undrained: room to place into again.
+  if (!mach->drained_) freed_revision_ = revision_;
+  fx->machines.push_back(mach->name_);
 }
 
 void CellState::ApplyMachinePackages(const v1::Mutation& m) {

@@ -162,6 +162,9 @@ class Machine {
   const ResourceVector& capacity() const { return capacity_; }
   const google::protobuf::Map<std::string, std::string>& attributes() const { return attributes_; }
   v1::Machine::State state() const { return state_; }
+  // Drained by an operator: UP, but nothing new is placed here.
+  bool drained() const { return drained_; }
+  const std::string& drain_reason() const { return drain_reason_; }
   const ResourceVector& allocated() const { return allocated_; }  // sum of the limits of tasks placed here
   const ResourceVector& reserved() const { return reserved_; }    // sum of their reservations
   const std::vector<std::string>& packages() const { return packages_; }  // sha256 of cached packages, sorted
@@ -193,6 +196,8 @@ class Machine {
   ResourceVector capacity_;
   google::protobuf::Map<std::string, std::string> attributes_;
   v1::Machine::State state_ = v1::Machine::UP;
+  bool drained_ = false;
+  std::string drain_reason_;
   ResourceVector allocated_;
   ResourceVector reserved_;
   std::vector<std::string> packages_;
@@ -304,6 +309,7 @@ class CellState {
   void ApplyMachineRegistered(const v1::Mutation& m, Effects* fx);
   void ApplyMachineDown(const v1::Mutation& m, Effects* fx);
   void ApplyMachineUp(const v1::Mutation& m);
+  void ApplyMachineDrained(const v1::Mutation& m, Effects* fx);
   void ApplyQuota(const v1::Mutation& m);
   void ApplyMachinePackages(const v1::Mutation& m);
 

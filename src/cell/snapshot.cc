@@ -43,6 +43,8 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     m->capacity_ = ResourceVector::FromProto(pm.capacity());
     m->attributes_ = pm.attributes();
     m->state_ = pm.state();
+    m->drained_ = pm.drained();
+    m->drain_reason_ = pm.drain_reason();
     m->reason_ = pm.reason();
     m->state_revision_ = pm.state_revision();
     m->registered_ms_ = pm.registered_ms();

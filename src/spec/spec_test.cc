@@ -797,6 +797,24 @@ TEST(SpecTest, PlacementLimits) {
 }
 
 // at_most_once (issue #11): off unless asked for, in every format.
+// disruption_budget (issue #12): a count or a percentage, validated.
+TEST(SpecTest, DisruptionBudget) {
+  const std::string job = "name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\n";
+  EXPECT_FALSE(One(job).has_disruption_budget());
+  EXPECT_EQ(One(absl::StrCat(job, "disruption_budget: {max_unavailable: 2}\n")).disruption_budget().max_unavailable(),
+            2);
+  EXPECT_EQ(One(absl::StrCat(job, "disruption_budget: {max_unavailable: 25%}\n"))
+                .disruption_budget()
+                .max_unavailable_percent(),
+            25);
+  EXPECT_THAT(Errors(absl::StrCat(job, "disruption_budget: {max_unavailable: 0}\n")),
+              ElementsAre(HasSubstr("job.yaml:5:38: disruption_budget.max_unavailable: expected at least 1")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "disruption_budget: {max_unavailable: 150%}\n")),
+              ElementsAre(HasSubstr("percentage from 1% to 100%, got '150%'")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "disruption_budget: {max_unavailble: 1}\n")),
+              ElementsAre(HasSubstr("unknown field 'max_unavailble'")));
+}
+
 TEST(SpecTest, AtMostOnce) {
   const std::string job = "name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\n";
   EXPECT_FALSE(One(job).at_most_once());

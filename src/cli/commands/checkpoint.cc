@@ -112,6 +112,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddStatus(app, ctx);
   AddWhy(app, ctx);
   AddMachines(app, ctx);
+  AddDrain(app, ctx);
   AddLogs(app, ctx);
   AddExec(app, ctx);
   AddQuota(app, ctx);

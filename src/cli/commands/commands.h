@@ -67,6 +67,7 @@ void AddTasks(CLI::App& app, CommandContext& ctx);
 void AddStatus(CLI::App& app, CommandContext& ctx);
 void AddWhy(CLI::App& app, CommandContext& ctx);
 void AddMachines(CLI::App& app, CommandContext& ctx);
+void AddDrain(CLI::App& app, CommandContext& ctx);
 void AddLogs(CLI::App& app, CommandContext& ctx);
 void AddExec(CLI::App& app, CommandContext& ctx);
 void AddQuota(CLI::App& app, CommandContext& ctx);

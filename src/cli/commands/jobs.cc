@@ -110,6 +110,9 @@ void AddMachines(CLI::App& app, CommandContext& ctx) {
       }
       std::string state = v1::Machine::State_Name(m.state());
       if (m.state() == v1::Machine::DOWN && !m.reason().empty()) absl::StrAppend(&state, " (", m.reason(), ")");
+      if (m.drained()) {
+        absl::StrAppend(&state, ", DRAINED", m.drain_reason().empty() ? "" : absl::StrCat(" (", m.drain_reason(), ")"));
+      }
       t.Add({m.name(), state, m.address(),
              absl::StrCat(FormatCpu(m.allocated().cpu_millis()), "/", FormatCpu(m.capacity().cpu_millis())),
              absl::StrCat(FormatBytes(m.allocated().memory_bytes()), "/", FormatBytes(m.capacity().memory_bytes())),
@@ -121,6 +124,38 @@ void AddMachines(CLI::App& app, CommandContext& ctx) {
       std::printf("%s", t.ToString().c_str());
     }
   });
+}
+
+// herd drain / herd undrain MACHINE...
+void AddDrain(CLI::App& app, CommandContext& ctx) {
+  for (bool undrain : {false, true}) {
+    auto* cmd = app.add_subcommand(
+        undrain ? "undrain" : "drain",
+        undrain ? "Put drained machines back in service"
+                : "Take machines out of service: nothing new is placed there, and their tasks are moved off "
+                  "within their jobs' disruption budgets (admins)");
+    auto machines = std::make_shared<std::vector<std::string>>();
+    auto reason = std::make_shared<std::string>();
+    cmd->add_option("machine", *machines, "Machine names")->required();
+    if (!undrain) cmd->add_option("--reason", *reason, "Why (shown by herd machines)");
+    cmd->callback([&ctx, machines, reason, undrain] {
+      Client client(ctx.flags);
+      v1::DrainMachinesRequest req;
+      for (const auto& m : *machines) req.add_machines(m);
+      req.set_undrain(undrain);
+      req.set_reason(*reason);
+      v1::DrainMachinesResponse resp;
+      if (!CallMaster(ctx, client, &v1::Herd::Stub::DrainMachines, req, &resp)) return;
+      if (resp.changed().empty()) {
+        std::printf("nothing to change: %s already %s\n", absl::StrJoin(*machines, ", ").c_str(),
+                    undrain ? "in service" : "drained");
+      } else {
+        std::printf("%s %s (revision %lld)%s\n", undrain ? "undrained" : "drained",
+                    absl::StrJoin(resp.changed(), ", ").c_str(), static_cast<long long>(resp.revision()),
+                    undrain ? "" : "; their tasks move off within their jobs' disruption budgets");
+      }
+    });
+  }
 }
 
 void AddCell(CLI::App& app, CommandContext& ctx) {

@@ -65,6 +65,10 @@ grpc::Status HerdService::ListMachines(grpc::ServerContext* ctx, const v1::ListM
                                        v1::ListMachinesResponse* out) {
   HERD_CALL(machines, ListMachines);
 }
+grpc::Status HerdService::DrainMachines(grpc::ServerContext* ctx, const v1::DrainMachinesRequest* req,
+                                        v1::DrainMachinesResponse* out) {
+  HERD_CALL(machines, DrainMachines);
+}
 grpc::Status HerdService::SetQuota(grpc::ServerContext* ctx, const v1::SetQuotaRequest* req, v1::SetQuotaResponse* out) {
   HERD_CALL(machines, SetQuota);
 }

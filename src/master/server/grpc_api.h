@@ -37,6 +37,8 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status GetTask(grpc::ServerContext*, const v1::GetTaskRequest*, v1::GetTaskResponse*) override;
   grpc::Status ListMachines(grpc::ServerContext*, const v1::ListMachinesRequest*, v1::ListMachinesResponse*) override;
   grpc::Status Watch(grpc::ServerContext*, const v1::WatchRequest*, grpc::ServerWriter<v1::WatchResponse>*) override;
+  grpc::Status DrainMachines(grpc::ServerContext*, const v1::DrainMachinesRequest*,
+                             v1::DrainMachinesResponse*) override;
   grpc::Status SetQuota(grpc::ServerContext*, const v1::SetQuotaRequest*, v1::SetQuotaResponse*) override;
   grpc::Status ListQuotas(grpc::ServerContext*, const v1::ListQuotasRequest*, v1::ListQuotasResponse*) override;
   grpc::Status RegisterMachine(grpc::ServerContext*, const v1::RegisterMachineRequest*,

@@ -15,7 +15,7 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
     MachineView v;
     v.machine = m;
     v.index = static_cast<int32_t>(views_.size());
-    v.up = m->state() == v1::Machine::UP;
+    v.up = m->state() == v1::Machine::UP && !m->drained();  // drained: nothing new goes there
     v.free_prod = m->capacity() - m->allocated();
     v.free_nonprod = m->capacity() - m->reserved();
     v.prod_cpu = m->prod_cpu();

@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -24,7 +25,7 @@ constexpr absl::string_view kJobFields[] = {
     "name",        "user",      "priority",  "tasks",         "command",          "args",
     "env",         "workdir",   "resources", "constraints",   "soft_constraints", "restart",
     "grace_period", "appclass", "labels",    "overrides",     "different_machines", "max_per_domain",
-    "packages",    "health_check", "isolation", "at_most_once"};
+    "packages",    "health_check", "isolation", "at_most_once", "disruption_budget"};
 constexpr absl::string_view kPackageFields[] = {"name", "sha256", "url", "size"};
 constexpr absl::string_view kHealthFields[] = {"http", "tcp", "command", "interval", "timeout", "failure_threshold",
                                                "initial_delay"};
@@ -146,6 +147,30 @@ v1::JobSpec JobReader::Read(const YAML::Node& node) {
   }
   if (auto v = get("at_most_once")) {
     if (auto b = Bool(*v)) spec.set_at_most_once(*b);
+  }
+  if (auto v = get("disruption_budget")) {
+    static constexpr absl::string_view kBudgetFields[] = {"max_unavailable"};
+    if (std::optional<Fields> f =
+            Map(*v, kBudgetFields, "a disruption budget, e.g. {max_unavailable: 1} or {max_unavailable: 25%}")) {
+      if (const Entry* e = f->Get("max_unavailable")) {
+        Value mv = ValueOf(*e, v->path);
+        const std::string text = mv.node.IsScalar() ? mv.node.Scalar() : "";
+        if (absl::EndsWith(text, "%")) {
+          int pct = 0;
+          if (absl::SimpleAtoi(text.substr(0, text.size() - 1), &pct) && pct >= 1 && pct <= 100) {
+            spec.mutable_disruption_budget()->set_max_unavailable_percent(pct);
+          } else {
+            Error(mv, absl::StrCat("expected a count or a percentage from 1% to 100%, got '", text, "'"));
+          }
+        } else if (auto n = Int(mv, kMaxTasks)) {
+          if (*n < 1) {
+            Error(mv, "expected at least 1 (a budget of 0 would stop every drain)");
+          } else {
+            spec.mutable_disruption_budget()->set_max_unavailable(static_cast<int32_t>(*n));
+          }
+        }
+      }
+    }
   }
   if (auto v = get("max_per_domain")) {
     if (std::optional<Fields> df = Map(*v, {}, "a map of machine attributes to task counts, e.g. {rack: 2}")) {

@@ -56,6 +56,8 @@ absl::string_view ActionName(Action a) {
       return "run-task-as";
     case Action::kNotifyMachine:
       return "notify-machine";
+    case Action::kDrainMachine:
+      return "drain-machine";
     case Action::kCount:
       break;
   }
@@ -102,6 +104,7 @@ bool IsMutating(Action a) {
     case Action::kPropose:
     case Action::kRegisterMachine:
     case Action::kSetQuota:
+    case Action::kDrainMachine:
     case Action::kExecTask:
     case Action::kManageUsers:
     case Action::kRunTaskAs:
@@ -174,6 +177,7 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
       return Denied(who, action, on, absl::StrCat("machine:", on.machine));
     case Action::kPropose:
     case Action::kManageUsers:
+    case Action::kDrainMachine:
     case Action::kCount:
       break;
   }

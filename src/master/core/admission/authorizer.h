@@ -94,6 +94,7 @@ enum class Action {
   kManageUsers,      // issue or revoke credentials, grant capabilities
   kRunTaskAs,        // Submit of a job whose tasks name a machine account (isolation.user; account: which)
   kNotifyMachine,    // MachineChanged: a machine asks to be polled now (only itself)
+  kDrainMachine,     // DrainMachines: drain or undrain (machine: which)
   kCount,
 };
 // "submit-job", "kill-job", ...: how messages and the audit log name it.

@@ -145,6 +145,11 @@ class AuthorizationTest : public ::testing::Test {
       r.mutable_quota()->mutable_limit()->set_cpu_millis(1);
       return core_->machines().SetQuota(bob, r).status();
     };
+    c["DrainMachines"] = [=, this] {
+      v1::DrainMachinesRequest r;
+      r.add_machines("m1");
+      return core_->machines().DrainMachines(bob, r).status();
+    };
     c["ListQuotas"] = [=, this] {
       v1::ListQuotasRequest r;
       r.set_user("alice");
@@ -197,6 +202,7 @@ class AuthorizationTest : public ::testing::Test {
         {"MachineChanged", {Action::kNotifyMachine, {"", "", "m1"}}},
         {"ListMachines", {Action::kListMachines, {}}},
         {"SetQuota", {Action::kSetQuota, {"", "alice", ""}}},
+        {"DrainMachines", {Action::kDrainMachine, {"", "", "m1"}}},
         {"ListQuotas", {Action::kListQuotas, {"", "alice", ""}}},
         {"GetCell", {Action::kReadCell, {}}},
         {"Watch", {Action::kWatch, {}}},

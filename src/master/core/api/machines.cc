@@ -96,6 +96,38 @@ absl::StatusOr<v1::SetQuotaResponse> MachinesApi::SetQuota(const Principal& who,
   return r;
 }
 
+absl::StatusOr<v1::DrainMachinesResponse> MachinesApi::DrainMachines(const Principal& who,
+                                                                     const v1::DrainMachinesRequest& req) {
+  if (req.machines().empty()) return absl::InvalidArgumentError("drain: name at least one machine");
+  if (req.machines_size() > 10000) return absl::InvalidArgumentError("drain: at most 10,000 machines at once");
+  if (req.reason().size() > 1024) return absl::InvalidArgumentError("drain: the reason is over 1,024 bytes");
+  for (const std::string& name : req.machines()) {
+    HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kDrainMachine, Resource{"", "", name}));
+  }
+  std::vector<std::string> changed;
+  auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
+    std::vector<v1::Mutation> out;
+    changed.clear();
+    for (const std::string& name : req.machines()) {
+      const cell::Machine* m = s.FindMachine(name);
+      if (m == nullptr) return absl::NotFoundError(absl::StrCat("no machine ", name, "; nothing was drained"));
+      if (m->drained() == !req.undrain() && (req.undrain() || m->drain_reason() == req.reason())) continue;
+      v1::Mutation mut;
+      mut.mutable_machine_drained()->set_name(name);
+      mut.mutable_machine_drained()->set_drained(!req.undrain());
+      mut.mutable_machine_drained()->set_reason(req.reason());
+      out.push_back(std::move(mut));
+      changed.push_back(name);
+    }
+    return out;
+  };
+  HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(who.name, build));
+  v1::DrainMachinesResponse r;
+  r.set_revision(rev);
+  for (auto& c : changed) r.add_changed(std::move(c));
+  return r;
+}
+
 absl::StatusOr<v1::ListQuotasResponse> MachinesApi::ListQuotas(const Principal& who,
                                                                const v1::ListQuotasRequest& req) {
   HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kListQuotas, Resource{"", req.user(), ""}));

@@ -23,6 +23,8 @@ class MachinesApi {
                                                             const v1::MachineChangedRequest& req);
   absl::StatusOr<v1::ListMachinesResponse> ListMachines(const Principal& who, const v1::ListMachinesRequest& req);
   absl::StatusOr<v1::SetQuotaResponse> SetQuota(const Principal& who, const v1::SetQuotaRequest& req);
+  // herd drain / undrain: admins only.
+  absl::StatusOr<v1::DrainMachinesResponse> DrainMachines(const Principal& who, const v1::DrainMachinesRequest& req);
   // Every quota with its usage, and users with live work but no quota in a
   // band (unlimited there).
   absl::StatusOr<v1::ListQuotasResponse> ListQuotas(const Principal& who, const v1::ListQuotasRequest& req);

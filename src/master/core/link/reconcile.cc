@@ -1,6 +1,7 @@
 #include "master/core/link/reconcile.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -54,6 +55,14 @@ std::string HealthText(const v1::Health& h) {
   }
 }
 
+namespace {
+// Moves tasks off a drained machine, as many as their jobs' disruption
+// budgets allow now; the rest go on later replies, as replacements become
+// active elsewhere.
+void DrainSome(const cell::Machine& m, const absl::flat_hash_set<const cell::Task*>& moved,
+               std::vector<v1::Mutation>* out);
+}  // namespace
+
 std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::string& machine,
                                     const absl::flat_hash_set<std::string>& sent,
                                     const v1::PollResponse& observed, int64_t now_ms) {
@@ -75,6 +84,7 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
   }
   absl::flat_hash_map<std::string, const v1::RunStatus*> runs;
   for (const v1::RunStatus& r : observed.runs()) runs[r.run_id()] = &r;
+  absl::flat_hash_set<const cell::Task*> moved;  // lost, rescheduled or ended by this reply
   for (const cell::Task* t : m->tasks()) {
     std::string run_id = RunId(t->job()->id, t->index(), t->incarnation());
     if (!sent.contains(run_id)) continue;  // placed after this poll was built
@@ -88,6 +98,7 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
       *mut.mutable_task_lost()->mutable_task() = ref;
       mut.mutable_task_lost()->set_reason(absl::StrCat("the agent on ", machine, " does not have run ", run_id));
       out.push_back(std::move(mut));
+      moved.insert(t);
       continue;
     }
     const v1::RunStatus& r = *it->second;
@@ -100,6 +111,7 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
       rs->set_reason(absl::StrCat(r.evicted() ? "evicted from " : "crash loop on ", machine, ": ", r.message()));
       rs->set_avoid_until_ms(now_ms + (r.evicted() ? kAvoidAfterEvictionMs : kAvoidAfterCrashLoopMs));
       out.push_back(std::move(mut));
+      moved.insert(t);
       continue;
     }
     if (r.terminal()) {
@@ -110,6 +122,7 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
       e->set_restarts(r.restarts());
       e->set_reason(r.message());
       out.push_back(std::move(mut));
+      moved.insert(t);
       continue;
     }
     std::string health = HealthText(r.health());
@@ -137,7 +150,52 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
       out.push_back(std::move(mut));
     }
   }
+  if (m->drained()) DrainSome(*m, moved, &out);
   return out;
 }
+
+namespace {
+int MaxUnavailable(const v1::JobSpec& spec, int tasks) {
+  const v1::DisruptionBudget& b = spec.disruption_budget();
+  int limit = INT_MAX;
+  if (b.max_unavailable() > 0) limit = b.max_unavailable();
+  if (b.max_unavailable_percent() > 0) limit = std::min(limit, std::max(1, tasks * b.max_unavailable_percent() / 100));
+  return limit;
+}
+
+void DrainSome(const cell::Machine& m, const absl::flat_hash_set<const cell::Task*>& moved,
+               std::vector<v1::Mutation>* out) {
+  // Unavailable tasks per job: live ones that are not RUNNING and active,
+  // counted once per job, plus those this reply already moves.
+  absl::flat_hash_map<const cell::Job*, int> unavailable;
+  auto count = [&](const cell::Job* job) -> int& {
+    auto [it, fresh] = unavailable.try_emplace(job, 0);
+    if (fresh) {
+      for (const cell::Task& t : job->tasks) {
+        const bool live = t.state() == v1::Task::PENDING || t.state() == v1::Task::RUNNING;
+        if (live && !(t.state() == v1::Task::RUNNING && t.phase() == v1::Task::ACTIVE)) ++it->second;
+      }
+    }
+    return it->second;
+  };
+  for (const cell::Task* t : moved) ++count(t->job());
+  for (const cell::Task* t : m.tasks()) {
+    if (moved.contains(t) || t->state() != v1::Task::RUNNING) continue;
+    int& down = count(t->job());
+    // An inactive task is already unavailable: moving it costs nothing more.
+    const bool active = t->phase() == v1::Task::ACTIVE;
+    if (active && down >= MaxUnavailable(t->job()->spec, static_cast<int>(t->job()->tasks.size()))) continue;
+    v1::Mutation mut;
+    v1::TaskRescheduled* rs = mut.mutable_task_rescheduled();
+    rs->mutable_task()->set_job(t->job()->id);
+    rs->mutable_task()->set_index(t->index());
+    rs->mutable_task()->set_incarnation(t->incarnation());
+    rs->set_reason(absl::StrCat("machine ", m.name(), " drained", m.drain_reason().empty() ? "" : ": ",
+                                m.drain_reason()));
+    out->push_back(std::move(mut));
+    if (active) ++down;
+  }
+}
+}  // namespace
 
 }  // namespace herd::master
