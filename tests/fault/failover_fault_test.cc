@@ -1,0 +1,190 @@
+// Fault suite, first scenarios (issue #12, deliverable 5): real etcd members
+// and masters as processes on loopback, a stream of writes while the control
+// plane is hit. Invariants checked after every run: no acknowledged write
+// lost (every job whose submit returned 0 exists and runs), no running task
+// stopped or started again by a control-plane fault (same pid, incarnation
+// 1), every job eventually placed.
+//
+// Short mode (CTest, label "fault"): a few faults per scenario. Long mode:
+// HERD_FAULT_ROUNDS=N runs N faults per scenario; every run prints
+// RESULT lines with its counts (runs, kills, lost, restarted).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "harness/harness.h"
+#include "store/etcd/testing.h"
+
+namespace herd {
+namespace {
+
+using harness::Cell;
+using harness::Eventually;
+using harness::RunResult;
+using harness::Summarize;
+using namespace std::chrono_literals;
+
+int Rounds(int short_mode) {
+  const char* e = std::getenv("HERD_FAULT_ROUNDS");
+  int n = e ? std::atoi(e) : 0;
+  return n > 0 ? n : short_mode;
+}
+
+std::string JobSpec(const std::string& name, int tasks) {
+  return absl::StrCat("name: ", name, "\nuser: alice\ntasks: ", tasks,
+                      "\ncommand: [\"/bin/sleep\", \"3600\"]\nresources: {cpu: 1m, memory: 1Mi}\n");
+}
+
+class FailoverFault : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(cell_.dir().Sub("etcd"));
+    etcd_ = std::make_unique<store::etcd::testing::EtcdCluster>(cell_.dir().Sub("etcd"), 3);
+    absl::Status st = etcd_->Start();
+    ASSERT_TRUE(st.ok()) << st;
+    st = cell_.StartReplicas(3, etcd_->Url("/herd/fault/"));
+    ASSERT_TRUE(st.ok()) << st << cell_.LogTails();
+    ASSERT_TRUE(cell_.StartAgents(2).ok()) << cell_.LogTails();
+    cell_.WriteSpec("base.yaml", JobSpec("base", 8));
+    ASSERT_EQ(cell_.Herd({"submit", cell_.dir().Sub("base.yaml")}).exit_code, 0);
+    base_ = WaitRunning("alice/base", 8);
+  }
+
+  std::map<int, int64_t> WaitRunning(const std::string& job, int n) {
+    std::map<int, int64_t> pids;
+    v1::ListTasksResponse last;
+    bool ok = Eventually([&] {
+      auto t = cell_.Tasks(job);
+      if (!t.ok()) return false;
+      last = *t;
+      pids.clear();
+      for (const auto& task : t->tasks()) {
+        if (task.state() == v1::Task::RUNNING && task.phase() == v1::Task::ACTIVE && task.pid() > 0) {
+          pids[task.index()] = task.pid();
+        }
+      }
+      return static_cast<int>(pids.size()) == n;
+    }, 120s);
+    EXPECT_TRUE(ok) << job << ": " << Summarize(last);
+    return pids;
+  }
+
+  // Streams one-task jobs through the master list until stopped; records
+  // those whose submit was acknowledged (exit 0).
+  void StartWriter() {
+    writer_ = std::thread([this] {
+      for (int i = 0; !stop_; ++i) {
+        const std::string name = absl::StrCat("w", i);
+        cell_.WriteSpec(name + ".yaml", JobSpec(name, 1));
+        RunResult r = cell_.Herd({"submit", cell_.dir().Sub(name + ".yaml")}, 10s);
+        std::lock_guard l(mu_);
+        ++attempts_;
+        if (r.exit_code == 0) acked_.push_back(name);
+      }
+    });
+  }
+  void StopWriter() {
+    stop_ = true;
+    if (writer_.joinable()) writer_.join();
+  }
+
+  // What a process supervisor does: a master that exited (e.g. it lost its
+  // lease when its etcd member died) is started again, as a follower.
+  void Supervise() {
+    for (int i = 0; i < cell_.replica_count(); ++i) {
+      if (!cell_.replica(i)->Running()) ASSERT_TRUE(cell_.RestartReplica(i).ok());
+    }
+  }
+
+  // The invariants; prints the run's RESULT lines.
+  void Check(const std::string& scenario, int faults) {
+    StopWriter();
+    Supervise();
+    ASSERT_TRUE(Eventually([&] { return cell_.LeaderIndex() >= 0; }, 60s)) << cell_.LogTails();
+    int lost = 0;
+    for (const std::string& j : acked_) {
+      absl::StatusOr<v1::ListTasksResponse> t;
+      // Retried while no leader answers; a job the leader does not have is lost.
+      Eventually([&] {
+        t = cell_.Tasks("alice/" + j);
+        return t.ok() || t.status().message().find("cannot reach") == std::string::npos;
+      }, 60s);
+      if (!t.ok() || t->tasks_size() != 1) {
+        ++lost;
+        ADD_FAILURE() << "acknowledged job alice/" << j << " is gone: " << t.status();
+      }
+    }
+    // Every acknowledged job is placed and runs.
+    for (const std::string& j : acked_) WaitRunning("alice/" + j, 1);
+    int restarted = 0;
+    auto now = cell_.Tasks("alice/base");
+    EXPECT_TRUE(now.ok()) << now.status();
+    if (now.ok()) {
+      for (const auto& t : now->tasks()) {
+        if (t.pid() != base_[t.index()] || t.incarnation() != 1) {
+          ++restarted;
+          ADD_FAILURE() << "task " << t.index() << " was touched: " << Summarize(*now);
+        }
+      }
+    }
+    std::printf("RESULT %s_faults=%d\nRESULT %s_writes_attempted=%d\nRESULT %s_writes_acknowledged=%zu\n"
+                "RESULT %s_lost_acknowledged_writes=%d\nRESULT %s_tasks_restarted=%d\n",
+                scenario.c_str(), faults, scenario.c_str(), attempts_, scenario.c_str(), acked_.size(),
+                scenario.c_str(), lost, scenario.c_str(), restarted);
+    EXPECT_GT(acked_.size(), 0u);
+  }
+
+  Cell cell_;
+  std::unique_ptr<store::etcd::testing::EtcdCluster> etcd_;
+  std::map<int, int64_t> base_;
+  std::thread writer_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  int attempts_ = 0;
+  std::vector<std::string> acked_;
+  std::mt19937 rng_{std::random_device{}()};
+};
+
+// kill -9 the leader at random moments while submissions stream in; the
+// killed replica is started again (as a supervisor would).
+TEST_F(FailoverFault, LeaderKilledAtRandomWhileWritesStreamIn) {
+  StartWriter();
+  const int rounds = Rounds(3);
+  for (int k = 0; k < rounds; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 1500)(rng_)));
+    int leader = -1;
+    ASSERT_TRUE(Eventually([&] { return (leader = cell_.LeaderIndex()) >= 0; }, 60s)) << cell_.LogTails();
+    cell_.StopReplica(leader, SIGKILL);
+    ASSERT_TRUE(Eventually([&] { return cell_.LeaderIndex() >= 0; }, 60s)) << cell_.LogTails();
+    Supervise();
+  }
+  Check("leader_kill", rounds);
+}
+
+// kill -9 an etcd member (then start it again) while writes stream in: the
+// quorum holds, the masters switch members, nothing is lost.
+TEST_F(FailoverFault, EtcdMemberKilledWhileWritesStreamIn) {
+  StartWriter();
+  const int rounds = Rounds(3);
+  for (int k = 0; k < rounds; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(200, 1500)(rng_)));
+    const size_t victim = static_cast<size_t>(k % 3);
+    etcd_->Kill(victim);
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(500, 2000)(rng_)));
+    ASSERT_TRUE(etcd_->Restart(victim).ok());
+    ASSERT_TRUE(etcd_->WaitReady().ok());
+    Supervise();
+  }
+  Check("etcd_member_kill", rounds);
+}
+
+}  // namespace
+}  // namespace herd
