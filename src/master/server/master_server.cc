@@ -140,6 +140,18 @@ int RunReplica(ServerOptions options) {
   if (so.prefix.back() != '/') so.prefix += '/';
   store::etcd::ClientOptions co;
   co.endpoints = url->endpoints;
+  if (options.etcd_credentials.empty()) {
+    // Secure by default: the cell's whole state must not cross a network in
+    // the clear. Plaintext only to an etcd on this host's loopback.
+    for (const std::string& ep : url->endpoints) {
+      const std::string host = ep.substr(0, ep.rfind(':'));
+      if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") {
+        HERD_LOG_ERROR("--store {}: etcd at {} is not on loopback; give --etcd-credentials (TLS) to reach it",
+                       options.store, ep);
+        return 2;
+      }
+    }
+  }
   if (!options.etcd_credentials.empty()) {
     absl::StatusOr<pki::Credential> c = pki::LoadCredential(options.etcd_credentials);
     if (!c.ok()) {
