@@ -32,6 +32,7 @@
 #include "agent/server/agent_server.h"
 #include "base/clock.h"
 #include "base/ids.h"
+#include "base/ports.h"
 #include "base/status.h"
 #include "cli/client.h"
 #include "pki/pki.h"
@@ -437,20 +438,6 @@ std::string EtcdBinary() {
   return "";
 }
 
-int FreePort(const std::string& host) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  inet_pton(AF_INET, host.c_str(), &a.sin_addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return 0;
-  }
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 // The ports of an --ha cell: picked on its first start, kept in
 // DATA/ha.ports ("etcd CLIENT PEER" x3, "master PORT" x3), because etcd's

@@ -58,24 +58,7 @@ class FailoverFault : public ::testing::Test {
     base_ = WaitRunning("alice/base", 8);
   }
 
-  std::map<int, int64_t> WaitRunning(const std::string& job, int n) {
-    std::map<int, int64_t> pids;
-    v1::ListTasksResponse last;
-    bool ok = Eventually([&] {
-      auto t = cell_.Tasks(job);
-      if (!t.ok()) return false;
-      last = *t;
-      pids.clear();
-      for (const auto& task : t->tasks()) {
-        if (task.state() == v1::Task::RUNNING && task.phase() == v1::Task::ACTIVE && task.pid() > 0) {
-          pids[task.index()] = task.pid();
-        }
-      }
-      return static_cast<int>(pids.size()) == n;
-    }, 120s);
-    EXPECT_TRUE(ok) << job << ": " << Summarize(last);
-    return pids;
-  }
+  std::map<int, int64_t> WaitRunning(const std::string& job, int n) { return cell_.WaitRunning(job, n); }
 
   // Streams one-task jobs through the master list until stopped; records
   // those whose submit was acknowledged (exit 0).
@@ -91,6 +74,22 @@ class FailoverFault : public ::testing::Test {
       }
     });
   }
+  // Waits until the writer has tried `k` more submits (acknowledged or not):
+  // faults land at random points of the write stream, counted in writes, not
+  // in time, so a slow machine moves the faults with the writes.
+  void AfterWrites(int k) {
+    int target;
+    {
+      std::lock_guard l(mu_);
+      target = attempts_ + k;
+    }
+    ASSERT_TRUE(Eventually([&] {
+      std::lock_guard l(mu_);
+      return attempts_ >= target;
+    }, 120s));
+  }
+  int RandomWrites(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+
   void StopWriter() {
     stop_ = true;
     if (writer_.joinable()) writer_.join();
@@ -153,13 +152,13 @@ class FailoverFault : public ::testing::Test {
   std::mt19937 rng_{std::random_device{}()};
 };
 
-// kill -9 the leader at random moments while submissions stream in; the
+// kill -9 the leader at random points of a stream of submissions; the
 // killed replica is started again (as a supervisor would).
 TEST_F(FailoverFault, LeaderKilledAtRandomWhileWritesStreamIn) {
   StartWriter();
   const int rounds = Rounds(3);
   for (int k = 0; k < rounds; ++k) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 1500)(rng_)));
+    AfterWrites(RandomWrites(1, 8));
     int leader = -1;
     ASSERT_TRUE(Eventually([&] { return (leader = cell_.LeaderIndex()) >= 0; }, 60s)) << cell_.LogTails();
     cell_.StopReplica(leader, SIGKILL);
@@ -175,10 +174,10 @@ TEST_F(FailoverFault, EtcdMemberKilledWhileWritesStreamIn) {
   StartWriter();
   const int rounds = Rounds(3);
   for (int k = 0; k < rounds; ++k) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(200, 1500)(rng_)));
+    AfterWrites(RandomWrites(1, 8));
     const size_t victim = static_cast<size_t>(k % 3);
     etcd_->Kill(victim);
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(500, 2000)(rng_)));
+    AfterWrites(RandomWrites(1, 4));  // it stays dead for a few writes
     ASSERT_TRUE(etcd_->Restart(victim).ok());
     ASSERT_TRUE(etcd_->WaitReady().ok());
     Supervise();

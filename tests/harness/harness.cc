@@ -1,5 +1,7 @@
 #include "harness/harness.h"
 
+#include "base/ports.h"
+
 #include <sys/socket.h>
 
 #include <netinet/in.h>
@@ -549,27 +551,13 @@ absl::Status Cell::StartMaster() {
   return absl::UnavailableError("the master did not start; see " + dir_.Sub("logs/master.log"));
 }
 
-namespace {
-int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
-}  // namespace
 
 absl::Status Cell::StartReplicas(int n, const std::string& store_url, const std::vector<std::string>& flags) {
   if (!replicas_.empty() || master_) return absl::FailedPreconditionError("masters are already running");
   std::vector<std::string> addresses;
   for (int i = 0; i < n; ++i) {
     Replica r;
-    r.address = absl::StrCat("127.0.0.1:", FreeLoopbackPort());
+    r.address = absl::StrCat("127.0.0.1:", FreePort());
     std::string data = dir_.Sub(absl::StrCat("master", i));
     fs::create_directories(data);
     r.argv = {HerdBinary(), "master", "--data", data, "--credentials", dir_.Sub("master/credentials.pem"),
@@ -613,6 +601,25 @@ void Cell::StopReplica(int i, int sig) {
     r.child->Signal(sig);
     if (!r.child->Wait(30s)) r.child->Kill();
   }
+}
+
+std::map<int, int64_t> Cell::WaitRunning(const std::string& job, int n, Ms timeout) const {
+  std::map<int, int64_t> pids;
+  v1::ListTasksResponse last;
+  bool ok = Eventually([&] {
+    auto t = Tasks(job);
+    if (!t.ok()) return false;
+    last = *t;
+    pids.clear();
+    for (const auto& task : t->tasks()) {
+      if (task.state() == v1::Task::RUNNING && task.phase() == v1::Task::ACTIVE && task.pid() > 0) {
+        pids[task.index()] = task.pid();
+      }
+    }
+    return static_cast<int>(pids.size()) == n;
+  }, timeout);
+  EXPECT_TRUE(ok) << job << ": " << Summarize(last);
+  return pids;
 }
 
 int Cell::LeaderIndex() const {

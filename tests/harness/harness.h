@@ -213,6 +213,10 @@ class Cell {
   int replica_count() const { return static_cast<int>(replicas_.size()); }
   // Which replica `herd cell` reports as the leader (-1 if none answers).
   int LeaderIndex() const;
+
+  // Waits until all `n` tasks of `job` are RUNNING and active; their pids by
+  // index (fails the test, naming the tasks, if they are not within timeout).
+  std::map<int, int64_t> WaitRunning(const std::string& job, int n, Ms timeout = 120s) const;
   Child* master() { return master_.get(); }
   const std::string& master_address() const { return master_address_; }
 

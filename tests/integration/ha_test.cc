@@ -44,24 +44,7 @@ class HaTest : public ::testing::Test {
   }
 
   // pid of every task of `job`, by index, once all `n` run.
-  std::map<int, int64_t> WaitRunning(const std::string& job, int n) {
-    std::map<int, int64_t> pids;
-    v1::ListTasksResponse last;
-    bool ok = Eventually([&] {
-      auto t = cell_.Tasks(job);
-      if (!t.ok()) return false;
-      last = *t;
-      pids.clear();
-      for (const auto& task : t->tasks()) {
-        if (task.state() == v1::Task::RUNNING && task.phase() == v1::Task::ACTIVE && task.pid() > 0) {
-          pids[task.index()] = task.pid();
-        }
-      }
-      return static_cast<int>(pids.size()) == n;
-    }, 60s);
-    EXPECT_TRUE(ok) << Summarize(last) << cell_.LogTails();
-    return pids;
-  }
+  std::map<int, int64_t> WaitRunning(const std::string& job, int n) { return cell_.WaitRunning(job, n); }
 
   Cell cell_;
   std::unique_ptr<store::etcd::testing::EtcdCluster> etcd_;

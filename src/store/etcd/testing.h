@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/ports.h"
 #include "store/etcd/etcd_client.h"
 #include "testing/eventually.h"
 
@@ -42,20 +43,6 @@ inline std::string EtcdBinary() {
   return "";
 }
 
-// A port nobody listens on now (the kernel's pick).
-inline int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
-
 class EtcdCluster {
  public:
   struct Member {
@@ -71,8 +58,8 @@ class EtcdCluster {
     for (int i = 0; i < members; ++i) {
       Member m;
       m.name = absl::StrCat("e", i);
-      m.client_port = FreePort();
-      m.peer_port = FreePort();
+      m.client_port = herd::FreePort();
+      m.peer_port = herd::FreePort();
       m.data_dir = absl::StrCat(dir_, "/", m.name);
       members_.push_back(m);
     }
