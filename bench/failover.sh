@@ -131,10 +131,12 @@ for k in $(seq "$kills"); do
   base+=($((t1 - t0)))
 done
 
+# The replica that says it leads (each is asked: every replica answers,
+# and a follower's idea of the leader may be a moment old).
 leader_index() {
-  local l
-  l=$("$herd" cell --json 2>/dev/null | sed -n 's/.*"leader": "\(.*\)".*/\1/p')
-  for i in 0 1 2; do [ "127.0.0.1:${mport[$i]}" = "$l" ] && { echo "$i"; return; }; done
+  for i in 0 1 2; do
+    "$herd" --master "127.0.0.1:${mport[$i]}" cell --json 2>/dev/null | grep -q '"role": "leader"' && { echo "$i"; return; }
+  done
   echo -1
 }
 fail=()

@@ -150,15 +150,41 @@ CertCache& Certs() {
 
 }  // namespace
 
-absl::StatusOr<pki::CertInfo> Caller(const grpc::ServerContext* ctx) {
+absl::StatusOr<std::string> CallerPem(const grpc::ServerContext* ctx) {
   std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
   if (auth == nullptr || !auth->IsPeerAuthenticated()) {
     return absl::UnauthenticatedError("the caller presented no certificate of this cell");
   }
   std::vector<grpc::string_ref> pem = auth->FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME);
   if (pem.empty()) return absl::UnauthenticatedError("the caller presented no certificate of this cell");
-  absl::StatusOr<pki::CertInfo> info = Certs().Get(absl::string_view(pem[0].data(), pem[0].size()));
+  return std::string(pem[0].data(), pem[0].size());
+}
+
+absl::StatusOr<pki::CertInfo> Caller(const grpc::ServerContext* ctx) {
+  absl::StatusOr<std::string> pem = CallerPem(ctx);
+  if (!pem.ok()) return pem.status();
+  absl::StatusOr<pki::CertInfo> info = Certs().Get(*pem);
   if (!info.ok()) return absl::UnauthenticatedError(absl::StrCat("the caller's certificate: ", info.status().message()));
+  return info;
+}
+
+absl::StatusOr<pki::CertInfo> ForwardedFor(const grpc::ServerContext* ctx, const pki::CertInfo& sender,
+                                           const std::string& ca_pem, int64_t now_s) {
+  auto it = ctx->client_metadata().find(kForwardedForKey);
+  if (it == ctx->client_metadata().end()) return absl::NotFoundError("not forwarded");
+  if (sender.subject.role != pki::Role::kMaster) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(pki::Describe(sender.subject), " may not forward requests on behalf of others"));
+  }
+  if (it->second.size() > 64 * 1024) return absl::UnauthenticatedError("the forwarded certificate is too large");
+  const absl::string_view pem(it->second.data(), it->second.size());
+  if (absl::Status st = pki::Verify(pem, ca_pem, now_s); !st.ok()) {
+    return absl::UnauthenticatedError(absl::StrCat("the forwarded caller's certificate: ", st.message()));
+  }
+  absl::StatusOr<pki::CertInfo> info = Certs().Get(pem);
+  if (!info.ok()) {
+    return absl::UnauthenticatedError(absl::StrCat("the forwarded caller's certificate: ", info.status().message()));
+  }
   return info;
 }
 

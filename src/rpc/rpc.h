@@ -56,8 +56,9 @@ pki::Subject MachineIdentity(absl::string_view name);
 // which there are many (hollow agents ringing the master).
 //
 // `address` may list several masters, "HOST:PORT,HOST:PORT,..." (each HOST
-// an IP address): the channel connects to the first that accepts, which is
-// the leader (only the leader serves), and moves on when it goes away.
+// an IP address): the channel connects to the first that accepts and moves
+// on when it goes away; any replica serves (a follower answers reads itself
+// and forwards changes to the leader).
 std::shared_ptr<grpc::Channel> Channel(const std::string& address, const pki::Credential& self,
                                        const pki::Subject& server, int64_t idle_timeout_ms = 0);
 
@@ -79,6 +80,26 @@ std::unique_ptr<grpc::ClientContext> Context(absl::string_view acting_as, int64_
 absl::StatusOr<pki::CertInfo> Caller(const grpc::ServerContext* ctx);
 // The user the call acts on behalf of ("" if it did not say).
 std::string ActingAs(const grpc::ServerContext* ctx);
+
+// A follower master forwards a change it may not make to the leader, on
+// behalf of its caller: the caller's certificate (PEM) goes in this
+// metadata key, and the leader believes it only from a master, and only
+// once it verifies it against the cell's CA itself.
+inline constexpr char kForwardedForKey[] = "herd-forwarded-for-bin";
+// The cell revision a reply was made at (trailing metadata of every
+// answer), so a client (or a follower forwarding a change) can wait until
+// a replica it reads from has caught up with it: read-your-writes.
+inline constexpr char kRevisionKey[] = "herd-revision";
+// "leader" or "follower": who answered.
+inline constexpr char kRoleKey[] = "herd-role";
+
+// The caller's own certificate, PEM (as the TLS handshake verified it).
+absl::StatusOr<std::string> CallerPem(const grpc::ServerContext* ctx);
+// Who the call was forwarded for: NOT_FOUND if it was not forwarded;
+// PERMISSION_DENIED if the sender is not a master; UNAUTHENTICATED if the
+// forwarded certificate is not valid and signed by `ca_pem` at now_s.
+absl::StatusOr<pki::CertInfo> ForwardedFor(const grpc::ServerContext* ctx, const pki::CertInfo& sender,
+                                           const std::string& ca_pem, int64_t now_s);
 
 // Parses "HOST:PORT"; INVALID_ARGUMENT with a clear message otherwise.
 absl::Status ValidateAddress(absl::string_view address);

@@ -623,10 +623,10 @@ std::map<int, int64_t> Cell::WaitRunning(const std::string& job, int n, Ms timeo
 }
 
 int Cell::LeaderIndex() const {
-  auto info = HerdJson<v1::CellInfo>({"cell"});
-  if (!info.ok()) return -1;
   for (size_t i = 0; i < replicas_.size(); ++i) {
-    if (replicas_[i].address == info->leader()) return static_cast<int>(i);
+    if (replicas_[i].child == nullptr) continue;
+    auto info = HerdJson<v1::CellInfo>({"--master", replicas_[i].address, "cell"});
+    if (info.ok() && info->role() == "leader" && info->replica() == replicas_[i].address) return static_cast<int>(i);
   }
   return -1;
 }
@@ -785,7 +785,13 @@ RunResult Cell::HerdAs(const std::string& user, const std::vector<std::string>& 
 }
 
 RunResult Cell::HerdWith(const std::string& credentials, const std::vector<std::string>& args, Ms timeout) const {
-  std::vector<std::string> argv = {HerdBinary(), "--master", master_address_, "--credentials", credentials};
+  // The cell's master list unless the caller names one (args starting
+  // with --master ADDR: one replica).
+  std::vector<std::string> argv = {HerdBinary(), "--credentials", credentials};
+  if (args.empty() || args[0] != "--master") {
+    argv.push_back("--master");
+    argv.push_back(master_address_);
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   return Run(argv, timeout);
 }

@@ -211,7 +211,8 @@ class Cell {
   void StopReplica(int i, int sig = SIGKILL);
   Child* replica(int i) { return replicas_[i].child.get(); }
   int replica_count() const { return static_cast<int>(replicas_.size()); }
-  // Which replica `herd cell` reports as the leader (-1 if none answers).
+  // The replica that says it leads (asked one by one: a follower's idea of
+  // the leader may be a moment old); -1 if none does.
   int LeaderIndex() const;
 
   // Waits until all `n` tasks of `job` are RUNNING and active; their pids by
@@ -258,6 +259,7 @@ class Cell {
 
   // `herd --master ADDR --credentials <USER's> args...` (USER =
   // options().user).
+  // (args may start with "--master ADDR" to talk to one replica only.)
   RunResult Herd(const std::vector<std::string>& args, Ms timeout = 30s) const;
   RunResult HerdAs(const std::string& user, const std::vector<std::string>& args, Ms timeout = 30s) const;
   // `herd --master ADDR --credentials FILE args...`.

@@ -15,6 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "harness/harness.h"
+#include "herd/v1/api.grpc.pb.h"
+#include "rpc/rpc.h"
 #include "store/etcd/testing.h"
 
 namespace herd {
@@ -151,19 +153,67 @@ TEST_F(HaTest, ADrainMovesTasksWithinTheBudgetAcrossAFailover) {
   EXPECT_EQ(r.out.find("DRAINED"), std::string::npos) << r.out;
 }
 
-TEST_F(HaTest, AReplicaThatIsNotTheLeaderDoesNotServe) {
+// Any replica serves: a follower answers reads from its hot state (saying
+// it is a follower, who leads and at which revision) and forwards changes to
+// the leader on behalf of the caller, answering once it has applied them
+// itself (read-your-writes through one replica).
+TEST_F(HaTest, AFollowerAnswersReadsAndForwardsChanges) {
   const int leader = cell_.LeaderIndex();
-  ASSERT_GE(leader, 0);
+  ASSERT_GE(leader, 0) << cell_.LogTails();
+  std::vector<std::string> list = absl::StrSplit(cell_.master_address(), ',');
   for (int i = 0; i < cell_.replica_count(); ++i) {
     if (i == leader) continue;
-    // Straight at a follower: nothing listens there.
-    std::vector<std::string> list = absl::StrSplit(cell_.master_address(), ',');
-    RunResult r = cell_.Herd({"--master", list[i], "cell"}, 5s);
-    EXPECT_NE(r.exit_code, 0) << r.Describe();
+    auto info = cell_.HerdJson<v1::CellInfo>({"--master", list[i], "cell"});
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->role(), "follower");
+    EXPECT_EQ(info->replica(), list[i]);
+    EXPECT_EQ(info->leader(), list[leader]);
+    EXPECT_NE(info->store().find("etcd://"), std::string::npos) << info->store();
+
+    const std::string job = absl::StrCat("via-", i);
+    cell_.WriteSpec(job + ".yaml", JobSpec(job, 2));
+    RunResult r = cell_.Herd({"--master", list[i], "submit", cell_.dir().Sub(job + ".yaml")});
+    ASSERT_EQ(r.exit_code, 0) << r.Describe() << cell_.LogTails();
+    // Read back at once from the same follower: it is there.
+    auto tasks = cell_.HerdJson<v1::ListTasksResponse>({"--master", list[i], "tasks", "alice/" + job});
+    ASSERT_TRUE(tasks.ok()) << tasks.status();
+    EXPECT_EQ(tasks->tasks_size(), 2);
+    WaitRunning("alice/" + job, 2);
+    // The leader has it too (it made the change).
+    auto at_leader = cell_.HerdJson<v1::ListTasksResponse>({"--master", list[leader], "tasks", "alice/" + job});
+    ASSERT_TRUE(at_leader.ok()) << at_leader.status();
+    // Authorization is the caller's, not the forwarding master's: bob may
+    // not drain through a follower either.
+    r = cell_.HerdAs("bob", {"--master", list[i], "drain", "m1"});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.err.find("drain-machine"), std::string::npos) << r.Describe();
+    // Kill through the follower.
+    r = cell_.Herd({"--master", list[i], "kill", "alice/" + job});
+    ASSERT_EQ(r.exit_code, 0) << r.Describe();
   }
-  auto info = cell_.HerdJson<v1::CellInfo>({"cell"});
-  ASSERT_TRUE(info.ok());
-  EXPECT_NE(info->store().find("etcd://"), std::string::npos) << info->store();
+}
+
+// Only a master may forward on behalf of someone else: a user who sends the
+// forwarding header with an admin's certificate is refused, and nothing
+// changes.
+TEST_F(HaTest, OnlyAMasterMayForwardForSomeoneElse) {
+  const int leader = cell_.LeaderIndex();
+  ASSERT_GE(leader, 0) << cell_.LogTails();
+  std::vector<std::string> list = absl::StrSplit(cell_.master_address(), ',');
+  auto bob = pki::LoadCredential(cell_.UserCredential("bob"));
+  auto alice = pki::LoadCredential(cell_.UserCredential("alice"));  // an admin in the harness
+  ASSERT_TRUE(bob.ok() && alice.ok());
+  auto stub = v1::Herd::NewStub(rpc::Channel(list[leader], *bob, rpc::MasterIdentity()));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(rpc::kForwardedForKey, alice->cert_pem);
+  v1::DrainMachinesRequest req;
+  req.add_machines("m1");
+  v1::DrainMachinesResponse resp;
+  grpc::Status st = stub->DrainMachines(&ctx, req, &resp);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::PERMISSION_DENIED) << st.error_message();
+  EXPECT_NE(st.error_message().find("may not forward"), std::string::npos) << st.error_message();
+  RunResult r = cell_.Herd({"machines"});
+  EXPECT_EQ(r.out.find("DRAINED"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -168,8 +168,14 @@ void AddCell(CLI::App& app, CommandContext& ctx) {
     std::printf("cell %s at %s, revision %lld (durable %lld), up %s\n", info.cell().c_str(), client.master().c_str(),
                 static_cast<long long>(info.revision()), static_cast<long long>(info.durable_revision()),
                 Age(info.started_ms(), NowMs()).c_str());
-    if (!info.leader().empty()) {
-      std::printf("leader: %s (store %s)\n", info.leader().c_str(), info.store().c_str());
+    if (!info.leader().empty() || info.role() == "follower") {
+      std::printf("leader: %s (store %s)\n", info.leader().empty() ? "none (an election is under way)" : info.leader().c_str(),
+                  info.store().c_str());
+    }
+    if (info.role() == "follower") {
+      std::printf("answered by: %s, a follower (reads come from its copy at the revision above; changes go to "
+                  "the leader)\n",
+                  info.replica().c_str());
     }
     std::printf("machines: %d (%d up)\njobs: %d live\ntasks: %d running, %d pending, %d dead\n", info.machines(),
                 info.machines_up(), info.jobs(), info.tasks_running(), info.tasks_pending(), info.tasks_dead());

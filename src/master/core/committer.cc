@@ -8,13 +8,16 @@
 namespace herd::master {
 
 Committer::Committer(cell::CellState state, store::LogStore* store, Clock* clock, Options opts)
-    : store_(store), clock_(clock), opts_(opts), log_(store), state_(std::move(state)) {
+    : Committer(FollowerTag{}, std::move(state), clock, opts) {
+  absl::MutexLock l(&mu_);
+  InstallLog(std::make_unique<store::GroupCommitLog>(store), store);
+}
+
+Committer::Committer(FollowerTag, cell::CellState state, Clock* clock, Options opts)
+    : store_(nullptr), clock_(clock), opts_(opts), state_(std::move(state)) {
   last_snapshot_ = state_.revision();
-  durable_seen_ = log_.DurableRevision();
-  log_.SetOnDurable([this](int64_t rev) {
-    absl::MutexLock l(&feed_mu_);
-    durable_seen_ = rev;
-  });
+  followed_ = state_.revision();
+  durable_seen_ = state_.revision();
   snapshot_thread_ = std::thread([this] { SnapshotLoop(); });
 }
 
@@ -24,7 +27,92 @@ Committer::~Committer() {
     stopping_ = true;
   }
   snapshot_thread_.join();
-  log_.SetOnDurable(nullptr);
+  if (log_) log_->SetOnDurable(nullptr);
+}
+
+void Committer::SetDurableSeen(int64_t rev) {
+  absl::MutexLock l(&feed_mu_);
+  durable_seen_ = std::max(durable_seen_, rev);
+}
+
+absl::Status Committer::CheckLeading() const {
+  if (leading()) return absl::OkStatus();
+  return absl::FailedPreconditionError("this master is a follower: changes are made by the leader");
+}
+
+absl::Status Committer::Follow(const std::vector<v1::Mutation>& committed) {
+  int64_t rev;
+  {
+    absl::MutexLock l(&mu_);
+    if (log_ != nullptr) return absl::FailedPreconditionError("the leader does not follow");
+    for (const v1::Mutation& m : committed) {
+      if (m.revision() <= state_.revision()) continue;
+      if (m.revision() != state_.revision() + 1) {
+        return absl::DataLossError(absl::StrCat("the log skips from revision ", state_.revision(), " to ",
+                                                m.revision()));
+      }
+      absl::Status st = state_.Apply(m);
+      if (!st.ok()) {
+        return absl::DataLossError(absl::StrCat("log does not replay at revision ", m.revision(), ": ", st.message()));
+      }
+      feed_.push_back(m);
+      while (feed_.size() > opts_.feed_size) feed_.pop_front();
+    }
+    rev = state_.revision();
+    followed_.store(rev, std::memory_order_release);
+  }
+  SetDurableSeen(rev);
+  return absl::OkStatus();
+}
+
+void Committer::Reset(cell::CellState state) {
+  int64_t rev;
+  {
+    absl::MutexLock l(&mu_);
+    HERD_CHECK(log_ == nullptr);
+    state_ = std::move(state);
+    feed_.clear();
+    last_snapshot_ = rev = state_.revision();
+    followed_.store(rev, std::memory_order_release);
+  }
+  SetDurableSeen(rev);
+}
+
+absl::Status Committer::Promote(store::LogStore* store) {
+  absl::MutexLock l(&mu_);
+  if (log_ != nullptr) return absl::FailedPreconditionError("already the leader");
+  auto log = std::make_unique<store::GroupCommitLog>(store);
+  HERD_RETURN_IF_ERROR(log->status());
+  if (log->DurableRevision() != state_.revision()) {
+    return absl::FailedPreconditionError(absl::StrCat("the store is at revision ", log->DurableRevision(),
+                                                      ", the state at ", state_.revision()));
+  }
+  InstallLog(std::move(log), store);
+  return absl::OkStatus();
+}
+
+void Committer::InstallLog(std::unique_ptr<store::GroupCommitLog> log, store::LogStore* store) {
+  log->SetOnDurable([this](int64_t rev) {
+    absl::MutexLock l(&feed_mu_);
+    durable_seen_ = rev;
+  });
+  SetDurableSeen(log->DurableRevision());
+  store_ = store;
+  log_ = std::move(log);
+  log_ptr_.store(log_.get(), std::memory_order_release);
+}
+
+bool Committer::WaitApplied(int64_t revision, absl::Duration timeout) {
+  absl::MutexLock l(&feed_mu_);
+  auto ready = [&]() { return durable_seen_ >= revision || stopping_; };
+  return feed_mu_.AwaitWithTimeout(absl::Condition(&ready), timeout) && durable_seen_ >= revision;
+}
+
+absl::Status Committer::WaitDurable(int64_t revision) {
+  store::GroupCommitLog* log = log_ptr_.load(std::memory_order_acquire);
+  if (log != nullptr) return log->WaitDurable(revision);
+  if (revision <= followed_.load(std::memory_order_acquire)) return absl::OkStatus();
+  return CheckLeading();
 }
 
 int64_t Committer::revision() const {
@@ -46,7 +134,7 @@ int64_t Committer::ApplyLocked(v1::Mutation& m, absl::string_view actor) {
 }
 
 absl::Status Committer::WaitAndCheck(int64_t revision) {
-  absl::Status st = log_.WaitDurable(revision);
+  absl::Status st = log_->WaitDurable(revision);
   if (!st.ok()) {
     HERD_LOG_ERROR("store failed; state in memory is ahead of disk: {}", st.ToString());
     bool report = false;
@@ -88,6 +176,7 @@ absl::Status Committer::CheckSpace() const {
 }
 
 absl::StatusOr<int64_t> Committer::Commit(absl::string_view actor, const BuildFn& build) {
+  HERD_RETURN_IF_ERROR(CheckLeading());
   HERD_RETURN_IF_ERROR(CheckSpace());
   int64_t last;
   std::vector<v1::Mutation> queued;
@@ -105,7 +194,7 @@ absl::StatusOr<int64_t> Committer::Commit(absl::string_view actor, const BuildFn
     }
     for (auto& m : ms) last = ApplyLocked(m, actor);
     queued = std::move(ms);
-    log_.Enqueue(queued);
+    log_->Enqueue(queued);
   }
   HERD_RETURN_IF_ERROR(WaitAndCheck(last));
   return last;
@@ -121,6 +210,7 @@ std::vector<absl::Status> Committer::CommitEachNoWait(absl::string_view actor, s
 
 std::vector<absl::Status> Committer::CommitEachImpl(absl::string_view actor, std::vector<v1::Mutation> mutations,
                                                     bool wait) {
+  if (absl::Status lead = CheckLeading(); !lead.ok()) return std::vector<absl::Status>(mutations.size(), lead);
   if (absl::Status space = CheckSpace(); !space.ok()) return std::vector<absl::Status>(mutations.size(), space);
   std::vector<absl::Status> out(mutations.size());
   int64_t last = 0;
@@ -133,7 +223,7 @@ std::vector<absl::Status> Committer::CommitEachImpl(absl::string_view actor, std
       last = ApplyLocked(mutations[i], actor);
       accepted.push_back(std::move(mutations[i]));
     }
-    if (!accepted.empty()) log_.Enqueue(std::move(accepted));
+    if (!accepted.empty()) log_->Enqueue(std::move(accepted));
   }
   if (last > 0 && !wait) {
     MaybeWantSnapshot();
@@ -162,7 +252,7 @@ absl::StatusOr<std::vector<v1::Mutation>> Committer::WaitForMutations(int64_t af
     auto ready = [&]() { return durable_seen_ > after || stopping_; };
     feed_mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Milliseconds(timeout_ms));
   }
-  int64_t durable = log_.DurableRevision();
+  int64_t durable = durable_revision();
   std::vector<v1::Mutation> out;
   absl::ReaderMutexLock l(&mu_);
   int64_t start = feed_.empty() ? state_.revision() + 1 : feed_.front().revision();
@@ -178,12 +268,15 @@ absl::StatusOr<std::vector<v1::Mutation>> Committer::WaitForMutations(int64_t af
 
 absl::Status Committer::WriteSnapshot() {
   v1::CellSnapshot snap;
+  store::LogStore* store;
   {
     absl::ReaderMutexLock l(&mu_);
+    if (log_ == nullptr) return CheckLeading();
     snap = state_.ToSnapshot();
+    store = store_;
   }
-  HERD_RETURN_IF_ERROR(log_.WaitDurable(snap.revision()));
-  HERD_RETURN_IF_ERROR(store_->WriteSnapshot(snap));
+  HERD_RETURN_IF_ERROR(log_->WaitDurable(snap.revision()));
+  HERD_RETURN_IF_ERROR(store->WriteSnapshot(snap));
   {
     absl::MutexLock l(&mu_);
     last_snapshot_ = std::max(last_snapshot_, snap.revision());

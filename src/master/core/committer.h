@@ -13,6 +13,7 @@
 // failure and the master exits (recovery rebuilds from the store).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -56,7 +57,26 @@ class Committer {
 
   // `state` is the recovered state; its revision must equal the store's last.
   Committer(cell::CellState state, store::LogStore* store, Clock* clock, Options opts);
+  // A follower's committer (a replica that is not the leader): it writes
+  // nothing; Follow() applies what the leader made durable, so reads and the
+  // change feed are served from a hot state, and Promote() makes it the
+  // writer when this replica wins the leader lease.
+  struct FollowerTag {};
+  Committer(FollowerTag, cell::CellState state, Clock* clock, Options opts);
   ~Committer();
+
+  // Follower: applies mutations the leader made durable (already stamped;
+  // those at or below the current revision are skipped). DATA_LOSS if one
+  // does not continue the state or does not apply.
+  absl::Status Follow(const std::vector<v1::Mutation>& committed);
+  // Follower: starts again from `state` (the log it would follow was
+  // compacted away); watchers behind it are told to read the store.
+  void Reset(cell::CellState state);
+  // Follower -> leader: from now on changes are written to `store`, whose
+  // last revision must be this state's (catch up with Follow first).
+  absl::Status Promote(store::LogStore* store);
+  // False on a follower until Promote().
+  bool leading() const { return log_ptr_.load(std::memory_order_acquire) != nullptr; }
 
   // Applies the mutations `build` returns, all or nothing: if one fails its
   // check, none is applied and its error is returned. Waits until durable.
@@ -87,8 +107,15 @@ class Committer {
   // Oldest revision the in-memory feed can serve from (after >= this - 1).
   int64_t FeedStart() const;
 
-  absl::Status WaitDurable(int64_t revision) { return log_.WaitDurable(revision); }
-  int64_t durable_revision() const { return log_.DurableRevision(); }
+  absl::Status WaitDurable(int64_t revision);
+  // Waits up to `timeout` until `revision` is durable here (on a follower:
+  // applied); false if it is not.
+  bool WaitApplied(int64_t revision, absl::Duration timeout);
+  // On a follower: what it has applied (all of it durable at the leader).
+  int64_t durable_revision() const {
+    const store::GroupCommitLog* log = log_ptr_.load(std::memory_order_acquire);
+    return log ? log->DurableRevision() : followed_.load(std::memory_order_acquire);
+  }
   int64_t revision() const;
 
   // Called under the state lock after each applied mutation (keep it cheap:
@@ -108,14 +135,21 @@ class Committer {
   // Stamps, applies and queues; returns the last revision or the error.
   int64_t ApplyLocked(v1::Mutation& m, absl::string_view actor) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WaitAndCheck(int64_t revision);
+  // FAILED_PRECONDITION on a follower.
+  absl::Status CheckLeading() const;
+  void SetDurableSeen(int64_t rev);
+  void InstallLog(std::unique_ptr<store::GroupCommitLog> log, store::LogStore* store)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OK, or RESOURCE_EXHAUSTED while the disk is below its reserve.
   absl::Status CheckSpace() const;
   void SnapshotLoop();
 
-  store::LogStore* const store_;
+  store::LogStore* store_;  // null on a follower; set once by Promote()
   Clock* const clock_;
   const Options opts_;
-  store::GroupCommitLog log_;
+  std::unique_ptr<store::GroupCommitLog> log_;  // null on a follower; set once by Promote()
+  std::atomic<store::GroupCommitLog*> log_ptr_{nullptr};
+  std::atomic<int64_t> followed_{0};  // a follower's applied (= durable) revision
   EffectsFn effects_fn_;
   std::function<void(const absl::Status&)> fatal_fn_;
 

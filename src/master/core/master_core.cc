@@ -12,54 +12,81 @@ absl::StatusOr<std::unique_ptr<MasterCore>> MasterCore::Create(store::LogStore* 
   HERD_LOG_INFO("recovered cell '{}' at revision {}: {} jobs, {} machines, {} tasks running, {} pending",
                 state.cell_name(), state.revision(), state.jobs().size(), state.machines().size(),
                 state.task_count(v1::Task::RUNNING), state.task_count(v1::Task::PENDING));
-  if (options.authorizer == nullptr) return absl::InvalidArgumentError("MasterOptions.authorizer is not set");
-  return std::unique_ptr<MasterCore>(new MasterCore(store, link, clock, std::move(options), std::move(state)));
+  HERD_ASSIGN_OR_RETURN(std::unique_ptr<MasterCore> core,
+                        CreateFollower(store, clock, std::move(options), std::move(state)));
+  HERD_RETURN_IF_ERROR(core->Promote(store, link));
+  return core;
 }
 
-absl::StatusOr<std::unique_ptr<MasterCore>> MasterCore::CreateFrom(store::LogStore* store, AgentLink* link,
-                                                                   Clock* clock, MasterOptions options,
-                                                                   cell::CellState hot) {
-  const int64_t from = hot.revision();
-  absl::Status st = CatchUp(*store, hot, 0);
-  if (st.code() == absl::StatusCode::kOutOfRange) {
-    HERD_LOG_WARN("the log after revision {} was compacted; recovering from the store instead", from);
-    return Create(store, link, clock, std::move(options));
-  }
-  HERD_RETURN_IF_ERROR(st);
-  HERD_LOG_INFO("took over cell '{}' at revision {} (hot from {}): {} jobs, {} machines, {} tasks running",
-                hot.cell_name(), hot.revision(), from, hot.jobs().size(), hot.machines().size(),
-                hot.task_count(v1::Task::RUNNING));
-  if (options.authorizer == nullptr) return absl::InvalidArgumentError("MasterOptions.authorizer is not set");
-  return std::unique_ptr<MasterCore>(new MasterCore(store, link, clock, std::move(options), std::move(hot)));
-}
-
-MasterCore::MasterCore(store::LogStore* store, AgentLink* link, Clock* clock, MasterOptions options,
-                       cell::CellState state)
-    : options_(std::move(options)),
-      committer_(std::make_unique<Committer>(std::move(state), store, clock, options_.committer)),
+MasterCore::MasterCore(store::LogStore* reader, Clock* clock, MasterOptions options, cell::CellState state)
+    : clock_(clock),
+      options_(std::move(options)),
+      committer_(std::make_unique<Committer>(Committer::FollowerTag{}, std::move(state), clock, options_.committer)),
       jobs_(api_),
       access_(api_),
       machines_(api_),
       stream_(api_) {
+  api_.committer = committer_.get();
+  api_.store = reader;
+  api_.clock = clock;
+  api_.options = &options_;
+  api_.why = &why_;
+  api_.started_ms = clock->NowMs();
+}
+
+absl::StatusOr<std::unique_ptr<MasterCore>> MasterCore::CreateFollower(store::LogStore* store, Clock* clock,
+                                                                       MasterOptions options,
+                                                                       cell::CellState state) {
+  if (options.authorizer == nullptr) return absl::InvalidArgumentError("MasterOptions.authorizer is not set");
+  return std::unique_ptr<MasterCore>(new MasterCore(store, clock, std::move(options), std::move(state)));
+}
+
+absl::Status MasterCore::Promote(store::LogStore* writer, AgentLink* link) {
+  if (leading()) return absl::FailedPreconditionError("already the leader");
+  const int64_t from = committer_->revision();
+  HERD_ASSIGN_OR_RETURN(int64_t head, writer->LastRevision());
+  if (head > from) {
+    std::vector<v1::Mutation> tail;
+    HERD_RETURN_IF_ERROR(writer->ReadLog(from + 1, head, [&](const v1::Mutation& m) {
+      tail.push_back(m);
+      return absl::OkStatus();
+    }));
+    absl::Status st = committer_->Follow(tail);
+    if (!st.ok() || committer_->revision() != head) {
+      // Compacted past us, or a gap: start again from the store.
+      HERD_LOG_WARN("catching up from revision {} to {} failed ({}); recovering from the store", from, head,
+                    st.ToString());
+      HERD_ASSIGN_OR_RETURN(cell::CellState fresh, Recover(*writer, 0, options_.cell_name));
+      committer_->Reset(std::move(fresh));
+    }
+  }
+  // Built on the caught-up state, before the committer takes changes (so
+  // no change runs before its effects listener is set).
+  BuildLeaderParts(link);
+  HERD_RETURN_IF_ERROR(committer_->Promote(writer));
+  committer_->Read([&](const cell::CellState& s) {
+    HERD_LOG_INFO("took over cell '{}' at revision {} (hot from {}): {} jobs, {} machines, {} tasks running",
+                  s.cell_name(), s.revision(), from, s.jobs().size(), s.machines().size(),
+                  s.task_count(v1::Task::RUNNING));
+    return 0;
+  });
+  return absl::OkStatus();
+}
+
+void MasterCore::BuildLeaderParts(AgentLink* link) {
   if (options_.run_link) {
-    link_shard_ = std::make_unique<LinkShard>(committer_.get(), link, clock, options_.link);
+    link_shard_ = std::make_unique<LinkShard>(committer_.get(), link, clock_, options_.link);
     LinkShard* shard = link_shard_.get();
     committer_->SetEffectsListener([shard](const cell::Effects& fx) {
       for (const std::string& m : fx.machines) shard->Kick(m);
     });
+    api_.link.store(shard);
   }
-  api_.committer = committer_.get();
-  api_.store = store;
-  api_.clock = clock;
-  api_.options = &options_;
-  api_.why = &why_;
-  api_.link = link_shard_.get();
-  api_.started_ms = clock->NowMs();
   if (options_.run_scheduler) {
     sched_source_ = std::make_unique<CommitterChangeSource>(committer_.get());
     sched_sink_ = std::make_unique<FunctionProposalSink>(
         [this](const v1::ProposeRequest& req) { return jobs_.Propose(Principal::Internal("scheduler"), req); });
-    sched_loop_ = std::make_unique<sched::SchedulerLoop>(sched_source_.get(), sched_sink_.get(), clock,
+    sched_loop_ = std::make_unique<sched::SchedulerLoop>(sched_source_.get(), sched_sink_.get(), clock_,
                                                          options_.scheduler, options_.scheduler_loop);
   }
 }

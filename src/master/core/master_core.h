@@ -39,12 +39,18 @@ class MasterCore {
   // `clock` must outlive the MasterCore.
   static absl::StatusOr<std::unique_ptr<MasterCore>> Create(store::LogStore* store, AgentLink* link, Clock* clock,
                                                            MasterOptions options);
-  // The same, from a state a follower kept hot (at or behind the store's
-  // head): only the log after it is replayed. Falls back to a full recovery
-  // if that log was compacted away.
-  static absl::StatusOr<std::unique_ptr<MasterCore>> CreateFrom(store::LogStore* store, AgentLink* link,
-                                                               Clock* clock, MasterOptions options,
-                                                               cell::CellState hot);
+  // A follower (a replica that is not the leader): serves reads and the
+  // change feed from `state`, kept hot with committer().Follow(); it changes
+  // nothing, polls no agent and schedules nothing until Promote(). `store`
+  // is read for past revisions and the log behind the in-memory feed.
+  static absl::StatusOr<std::unique_ptr<MasterCore>> CreateFollower(store::LogStore* store, Clock* clock,
+                                                                    MasterOptions options, cell::CellState state);
+  // The follower becomes the leader: catches up with `writer`'s log (the
+  // leader lease is ours, so nobody else appends), makes it the committer's
+  // store, and builds the link and the scheduler; then Start(). Reads and
+  // watches served meanwhile go on uninterrupted.
+  absl::Status Promote(store::LogStore* writer, AgentLink* link);
+  bool leading() const { return committer_->leading(); }
   ~MasterCore();
 
   // Starts polling agents and scheduling.
@@ -64,13 +70,18 @@ class MasterCore {
   StreamApi& stream() { return stream_; }
 
   Committer& committer() { return *committer_; }
+  const MasterOptions& options() const { return options_; }
   // The in-process scheduler (nullptr with run_scheduler = false).
   sched::SchedulerLoop* scheduler() { return sched_loop_.get(); }
   WhyStore& why_store() { return why_; }
   LinkShard* link() { return link_shard_.get(); }
 
  private:
-  MasterCore(store::LogStore* store, AgentLink* link, Clock* clock, MasterOptions options, cell::CellState state);
+  MasterCore(store::LogStore* reader, Clock* clock, MasterOptions options, cell::CellState state);
+  // The link shard and the scheduler loop (leader only).
+  void BuildLeaderParts(AgentLink* link);
+
+  Clock* const clock_;
 
   const MasterOptions options_;
   std::unique_ptr<Committer> committer_;

@@ -261,6 +261,92 @@ TEST_F(MasterCoreTest, WatchStreamsDurableMutations) {
   for (size_t i = 0; i < revs.size(); ++i) EXPECT_EQ(revs[i], static_cast<int64_t>(i) + 1);
 }
 
+// A follower (another replica on the same log) serves reads and the change
+// feed from its hot state, refuses changes itself, and, promoted when the
+// leader goes, catches up with what it had not followed yet and leads
+// without touching a running task.
+TEST_F(MasterCoreTest, FollowerServesReadsAndTakesOverWhenPromoted) {
+  Register("m1");
+  ASSERT_TRUE(SubmitJob(JobBuilder("web").Tasks(2).Cpu(100).Build()).ok());
+  ASSERT_TRUE(Eventually([&] { return AllActive("alice/web", 2); }));
+
+  auto state = Recover(store_, 0);
+  ASSERT_TRUE(state.ok()) << state.status();
+  const int64_t followed_from = state->revision();
+  MasterOptions o;
+  o.link.poll_interval_ms = 50;
+  auto follower = MasterCore::CreateFollower(&store_, RealClock::Get(), o, std::move(*state));
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  MasterCore& f = **follower;
+  EXPECT_FALSE(f.leading());
+  v1::GetJobRequest get;
+  get.set_job("alice/web");
+  auto web = f.jobs().GetJob(Principal::User("alice"), get);
+  ASSERT_TRUE(web.ok()) << web.status();
+  EXPECT_EQ(web->tasks_size(), 2);
+  // It changes nothing itself.
+  v1::SubmitRequest sub;
+  *sub.add_jobs() = JobBuilder("nope").Build();
+  EXPECT_EQ(f.jobs().Submit(Principal::User("alice"), sub).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  // It follows the leader's log; its feed serves watchers.
+  ASSERT_TRUE(SubmitJob(JobBuilder("db").Cpu(100).Build()).ok());
+  const int64_t head = *store_.LastRevision();
+  std::vector<v1::Mutation> tail;
+  ASSERT_TRUE(store_.ReadLog(followed_from + 1, head, [&](const v1::Mutation& m) {
+    tail.push_back(m);
+    return absl::OkStatus();
+  }).ok());
+  ASSERT_TRUE(f.committer().Follow(tail).ok());
+  EXPECT_EQ(f.committer().revision(), head);
+  EXPECT_EQ(f.committer().durable_revision(), head);
+  get.set_job("alice/db");
+  EXPECT_TRUE(f.jobs().GetJob(Principal::User("alice"), get).ok());
+  auto fed = f.committer().WaitForMutations(followed_from, 0, 100);
+  ASSERT_TRUE(fed.ok()) << fed.status();
+  ASSERT_FALSE(fed->empty());
+  EXPECT_EQ(fed->front().revision(), followed_from + 1);
+  EXPECT_EQ(fed->back().revision(), head);
+  // A gap in what it is given is data loss, not silently skipped.
+  v1::Mutation ahead = tail.back();
+  ahead.set_revision(head + 2);
+  EXPECT_EQ(f.committer().Follow({ahead}).code(), absl::StatusCode::kDataLoss);
+
+  // The leader changes more, then goes away; the follower is promoted.
+  ASSERT_TRUE(Eventually([&] { return AllActive("alice/db", 1); }));
+  ASSERT_TRUE(SubmitJob(JobBuilder("late").Cpu(100).Build()).ok());
+  const v1::GetJobResponse before = Job("alice/web");
+  core_->Stop();
+  core_.reset();
+  ASSERT_TRUE(f.Promote(&store_, &link_).ok());
+  EXPECT_TRUE(f.leading());
+  f.Start();
+  get.set_job("alice/late");
+  EXPECT_TRUE(f.jobs().GetJob(Principal::User("alice"), get).ok());  // caught up at promotion
+  EXPECT_EQ(f.Promote(&store_, &link_).code(), absl::StatusCode::kFailedPrecondition);
+  *sub.mutable_jobs(0) = JobBuilder("after").Cpu(100).Build();
+  ASSERT_TRUE(f.jobs().Submit(Principal::User("alice"), sub).ok());
+  auto active = [&](const std::string& job, int n) {
+    get.set_job(job);
+    auto r = f.jobs().GetJob(Principal::User("alice"), get);
+    int k = 0;
+    if (r.ok()) {
+      for (const auto& t : r->tasks()) k += t.state() == v1::Task::RUNNING && t.phase() == v1::Task::ACTIVE;
+    }
+    return k == n;
+  };
+  ASSERT_TRUE(Eventually([&] { return active("alice/after", 1) && active("alice/late", 1); }));
+  // The running tasks were not touched by the change of leader.
+  get.set_job("alice/web");
+  auto after = f.jobs().GetJob(Principal::User("alice"), get);
+  ASSERT_TRUE(after.ok());
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(after->tasks(i).machine(), before.tasks(i).machine());
+    EXPECT_EQ(after->tasks(i).incarnation(), before.tasks(i).incarnation());
+  }
+  f.Stop();
+}
+
 TEST_F(MasterCoreTest, AmbiguousJobNamesNeedAUser) {
   v1::SubmitRequest req;
   *req.add_jobs() = JobBuilder("web", "bob").Build();

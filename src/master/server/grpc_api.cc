@@ -1,5 +1,6 @@
 #include "master/server/grpc_api.h"
 
+#include "absl/strings/str_cat.h"
 #include "master/core/admission/identity.h"
 #include "rpc/rpc.h"
 
@@ -14,39 +15,78 @@ grpc::Status Reply(absl::StatusOr<T> result, T* out) {
   return grpc::Status::OK;
 }
 
-// Who is calling: the certificate the connection's TLS handshake verified,
-// acting on behalf of the user it names if it may.
-absl::StatusOr<Principal> Caller(MasterCore& core, const grpc::ServerContext* ctx) {
+}  // namespace
+
+// Who is calling: the certificate the connection's TLS handshake verified
+// (or, from a follower master, the certificate of the caller it forwards
+// for, verified here again), acting on behalf of the user it names if it may.
+absl::StatusOr<Principal> HerdService::Caller(const grpc::ServerContext* ctx) {
   absl::StatusOr<pki::CertInfo> cert = rpc::Caller(ctx);
   if (!cert.ok()) return cert.status();
+  const std::optional<pki::Credential>& self = core_->options().credential;
+  absl::StatusOr<pki::CertInfo> forwarded =
+      rpc::ForwardedFor(ctx, *cert, self ? self->ca_pem : "", absl::ToUnixSeconds(absl::Now()));
+  if (forwarded.ok()) {
+    cert = std::move(forwarded);
+  } else if (forwarded.status().code() != absl::StatusCode::kNotFound) {
+    return forwarded.status();
+  }
   return Identify(*cert, rpc::ActingAs(ctx), [&](const std::string& name) {
-    return core.committer().Read([&](const cell::CellState& s) -> std::optional<v1::User> {
+    return core_->committer().Read([&](const cell::CellState& s) -> std::optional<v1::User> {
       const v1::User* u = s.FindUser(name);
       return u ? std::optional<v1::User>(*u) : std::nullopt;
     });
   });
 }
 
-}  // namespace
-
 absl::StatusOr<Principal> HerdService::Admit(const grpc::ServerContext* ctx) {
-  absl::StatusOr<Principal> who = Caller(*core_, ctx);
+  absl::StatusOr<Principal> who = Caller(ctx);
   if (!who.ok() || limiter_ == nullptr) return who;
   if (absl::Status st = limiter_->Admit(*who); !st.ok()) return st;
   return who;
 }
 
-// Every handler: the caller's identity and rate, then the core's answer.
-#define HERD_CALL(api, method)                                        \
-  absl::StatusOr<Principal> who = Admit(ctx);                         \
-  if (!who.ok()) return rpc::ToGrpc(who.status());                    \
-  return Reply(core_->api().method(*who, *req), out)
+void HerdService::Stamp(grpc::ServerContext* ctx, int64_t revision) const {
+  ctx->AddTrailingMetadata(rpc::kRevisionKey, absl::StrCat(revision));
+  ctx->AddTrailingMetadata(rpc::kRoleKey, core_->leading() ? "leader" : "follower");
+}
+
+void HerdService::CaughtUp(grpc::ServerContext* ctx, int64_t revision) {
+  if (revision > 0) {
+    // Read-your-writes through this replica: answer once the change the
+    // leader made is applied here too (bounded: the answer stands anyway).
+    const absl::Time until = std::min(absl::FromChrono(ctx->deadline()), absl::Now() + absl::Seconds(5));
+    core_->committer().WaitApplied(revision, until - absl::Now());
+  }
+  Stamp(ctx, std::max(revision, core_->committer().revision()));
+}
+
+// Reads: served by any replica, from the state it has, stamped with its
+// revision. Changes (and what only the leader knows) a follower forwards,
+// once it knows the caller and the caller is within its rate.
+#define HERD_CALL_IMPL(api, method, change)                                             \
+  absl::StatusOr<Principal> who = Admit(ctx);                                         \
+  if (!who.ok()) return rpc::ToGrpc(who.status());                                   \
+  if (change && forwarder_ != nullptr && !core_->leading()) {                         \
+    int64_t revision = 0;                                                             \
+    std::optional<grpc::Status> forwarded =                                           \
+        forwarder_->Call(ctx, *req, out, &v1::Herd::Stub::method, &revision);         \
+    if (forwarded) {                                                                  \
+      CaughtUp(ctx, revision);                                                        \
+      return *forwarded;                                                              \
+    }                                                                                 \
+  }                                                                                   \
+  grpc::Status answer = Reply(core_->api().method(*who, *req), out);                  \
+  Stamp(ctx, core_->committer().revision());                                          \
+  return answer
+#define HERD_CALL(api, method) HERD_CALL_IMPL(api, method, false)
+#define HERD_CHANGE(api, method) HERD_CALL_IMPL(api, method, true)
 
 grpc::Status HerdService::Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req, v1::SubmitResponse* out) {
-  HERD_CALL(jobs, Submit);
+  HERD_CHANGE(jobs, Submit);
 }
 grpc::Status HerdService::Kill(grpc::ServerContext* ctx, const v1::KillRequest* req, v1::KillResponse* out) {
-  HERD_CALL(jobs, Kill);
+  HERD_CHANGE(jobs, Kill);
 }
 grpc::Status HerdService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::GetJobResponse* out) {
   HERD_CALL(jobs, GetJob);
@@ -67,10 +107,10 @@ grpc::Status HerdService::ListMachines(grpc::ServerContext* ctx, const v1::ListM
 }
 grpc::Status HerdService::DrainMachines(grpc::ServerContext* ctx, const v1::DrainMachinesRequest* req,
                                         v1::DrainMachinesResponse* out) {
-  HERD_CALL(machines, DrainMachines);
+  HERD_CHANGE(machines, DrainMachines);
 }
 grpc::Status HerdService::SetQuota(grpc::ServerContext* ctx, const v1::SetQuotaRequest* req, v1::SetQuotaResponse* out) {
-  HERD_CALL(machines, SetQuota);
+  HERD_CHANGE(machines, SetQuota);
 }
 grpc::Status HerdService::ListQuotas(grpc::ServerContext* ctx, const v1::ListQuotasRequest* req,
                                      v1::ListQuotasResponse* out) {
@@ -78,38 +118,47 @@ grpc::Status HerdService::ListQuotas(grpc::ServerContext* ctx, const v1::ListQuo
 }
 grpc::Status HerdService::MachineChanged(grpc::ServerContext* ctx, const v1::MachineChangedRequest* req,
                                          v1::MachineChangedResponse* out) {
-  HERD_CALL(machines, MachineChanged);
+  HERD_CHANGE(machines, MachineChanged);
 }
 grpc::Status HerdService::RegisterMachine(grpc::ServerContext* ctx, const v1::RegisterMachineRequest* req,
                                           v1::RegisterMachineResponse* out) {
-  HERD_CALL(machines, RegisterMachine);
+  HERD_CHANGE(machines, RegisterMachine);
 }
 grpc::Status HerdService::Propose(grpc::ServerContext* ctx, const v1::ProposeRequest* req, v1::ProposeResponse* out) {
-  HERD_CALL(jobs, Propose);
+  HERD_CHANGE(jobs, Propose);
 }
 grpc::Status HerdService::Why(grpc::ServerContext* ctx, const v1::WhyRequest* req, v1::WhyResponse* out) {
-  HERD_CALL(jobs, Why);
+  // The scheduler's reasons live in the leader's memory.
+  HERD_CHANGE(jobs, Why);
 }
 grpc::Status HerdService::GetCell(grpc::ServerContext* ctx, const v1::GetCellRequest*, v1::CellInfo* out) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
   grpc::Status st = Reply(core_->machines().GetCell(*who), out);
-  out->set_leader(leader_);
+  const bool leading = core_->leading();
+  out->set_leader(leading || forwarder_ == nullptr ? self_ : forwarder_->KnownLeader());
   out->set_store(store_);
+  out->set_replica(self_);
+  out->set_role(leading ? "leader" : "follower");
+  Stamp(ctx, out->revision());
   return st;
 }
 grpc::Status HerdService::GrantAccess(grpc::ServerContext* ctx, const v1::GrantAccessRequest* req,
                                       v1::GrantAccessResponse* out) {
-  HERD_CALL(access, GrantAccess);
+  HERD_CHANGE(access, GrantAccess);
 }
 grpc::Status HerdService::IssueCredential(grpc::ServerContext* ctx, const v1::IssueCredentialRequest* req,
                                           v1::IssueCredentialResponse* out) {
-  HERD_CALL(access, IssueCredential);
+  HERD_CHANGE(access, IssueCredential);
 }
 grpc::Status HerdService::UpdateUser(grpc::ServerContext* ctx, const v1::UpdateUserRequest* req,
                                      v1::UpdateUserResponse* out) {
-  HERD_CALL(access, UpdateUser);
+  HERD_CHANGE(access, UpdateUser);
 }
+
+#undef HERD_CHANGE
+#undef HERD_CALL
+#undef HERD_CALL_IMPL
 
 grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                 grpc::ServerWriter<v1::WatchResponse>* writer) {

@@ -15,6 +15,7 @@
 #include "herd/v1/api.grpc.pb.h"
 #include "master/core/admission/rate_limiter.h"
 #include "master/core/master_core.h"
+#include "master/server/forwarder.h"
 
 namespace herd::master {
 
@@ -22,11 +23,14 @@ class HerdService final : public v1::Herd::Service {
  public:
   // `limiter` (may be null: no limits) is asked once per request, after
   // the caller is known and before the core sees it.
-  explicit HerdService(MasterCore* core, RateLimiter* limiter = nullptr) : core_(core), limiter_(limiter) {}
-  // What GetCell reports as the leader's address and the store; set before
-  // the server starts.
-  void SetIdentity(std::string leader, std::string store) {
-    leader_ = std::move(leader);
+  // `forwarder` (may be null: a single master, which always leads) sends
+  // on the changes a follower may not make (forwarder.h).
+  explicit HerdService(MasterCore* core, RateLimiter* limiter = nullptr, Forwarder* forwarder = nullptr)
+      : core_(core), limiter_(limiter), forwarder_(forwarder) {}
+  // This master's address and its store, as GetCell reports them; set
+  // before the server starts.
+  void SetIdentity(std::string self, std::string store) {
+    self_ = std::move(self);
     store_ = std::move(store);
   }
   grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest*, v1::SubmitResponse*) override;
@@ -56,12 +60,20 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status UpdateUser(grpc::ServerContext*, const v1::UpdateUserRequest*, v1::UpdateUserResponse*) override;
 
  private:
+  absl::StatusOr<Principal> Caller(const grpc::ServerContext* ctx);
   // The caller, identified and within its rate.
   absl::StatusOr<Principal> Admit(const grpc::ServerContext* ctx);
+  // Trailing metadata of every answer: the revision it was made at, and
+  // whether a leader or a follower made it.
+  void Stamp(grpc::ServerContext* ctx, int64_t revision) const;
+  // After a forwarded change made at `revision`: waits (bounded) until this
+  // replica has applied it, then stamps the answer.
+  void CaughtUp(grpc::ServerContext* ctx, int64_t revision);
 
   MasterCore* const core_;
   RateLimiter* const limiter_;
-  std::string leader_;
+  Forwarder* const forwarder_;
+  std::string self_;
   std::string store_;
 };
 

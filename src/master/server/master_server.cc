@@ -64,48 +64,69 @@ absl::Status LoadIdentity(const ServerOptions& o, MasterOptions* core) {
   return absl::OkStatus();
 }
 
-// Serves `core` until a stop signal: the API on options.listen, the
-// master.addr file, the link and the scheduler. Returns the exit code.
-int Serve(const ServerOptions& options, MasterCore* core, const std::string& store_name, double recover_ms,
-          store::etcd::LeaderLease* lease) {
+// The API of one master: the gRPC server, its rate limiter, and the
+// master.addr file (written whole once it listens: `herd up --listen
+// HOST:0` and the tests read it to find the port).
+struct Api {
+  std::unique_ptr<RateLimiter> limiter;
+  std::unique_ptr<HerdService> service;
+  std::unique_ptr<grpc::Server> server;
+  std::string bound;
+
+  void Stop() {
+    if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+};
+
+absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, Forwarder* forwarder,
+                             const std::string& store_name) {
+  Api api;
+  api.limiter = std::make_unique<RateLimiter>(
+      RealClock::Get(), RateLimiter::Options{.per_second = options.user_rate, .burst = 2 * options.user_rate});
+  api.service = std::make_unique<HerdService>(core, api.limiter.get(), forwarder);
+  auto server = rpc::StartServer(options.listen, {api.service.get()}, *options.core.credential, &api.bound);
+  if (!server.ok()) return server.status();
+  api.server = std::move(*server);
+  api.service->SetIdentity(api.bound, store_name);
+  const std::filesystem::path addr = std::filesystem::path(options.data_dir) / "master.addr";
+  std::ofstream(addr.string() + ".tmp") << api.bound << "\n";
+  std::error_code ec;
+  std::filesystem::rename(addr.string() + ".tmp", addr, ec);
+  return api;
+}
+
+void SetFatalHandler(MasterCore* core) {
   core->SetFatalHandler([](const absl::Status& st) {
     HERD_LOG_ERROR("store failure, exiting so that recovery can rebuild from disk: {}", st.ToString());
     std::_Exit(3);
   });
-  RateLimiter limiter(RealClock::Get(), {.per_second = options.user_rate, .burst = 2 * options.user_rate});
-  HerdService service(core, &limiter);
-  std::string bound;
-  auto server = rpc::StartServer(options.listen, {&service}, *options.core.credential, &bound);
-  if (!server.ok()) {
-    HERD_LOG_ERROR("{}", server.status().message());
-    return 1;
-  }
-  service.SetIdentity(bound, store_name);
-  core->Start();
-  {
-    // Whole or not at all (renamed into place): `herd up --listen HOST:0`
-    // and the tests read it to find the port.
-    const std::filesystem::path addr = std::filesystem::path(options.data_dir) / "master.addr";
-    std::ofstream(addr.string() + ".tmp") << bound << "\n";
-    std::error_code ec;
-    std::filesystem::rename(addr.string() + ".tmp", addr, ec);
-  }
-  HERD_LOG_INFO("master of cell '{}' listening on {} (store {}, recovered in {:.1f} ms, scheduler {}){}",
-                options.core.cell_name, bound, store_name, recover_ms,
-                options.core.run_scheduler ? "internal" : "external: placements come from 'herd scheduler'",
-                lease ? " as the leader" : "");
+}
 
-  WaitForStopSignal();
-  HERD_LOG_INFO("master stopping");
-  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  core->Stop();
+void LogStats(MasterCore* core) {
   if (auto* loop = core->scheduler()) {
     auto s = loop->stats();
     HERD_LOG_INFO("scheduler stats: passes {}, proposed {}, accepted {}, rejected {}", s.passes, s.proposed,
                   s.accepted, s.rejected);
   }
-  // Hand over at once rather than after a TTL.
-  if (lease) lease->Resign();
+}
+
+// One master on SQLite: serves `core` until a stop signal.
+int Serve(const ServerOptions& options, MasterCore* core, const std::string& store_name, double recover_ms) {
+  SetFatalHandler(core);
+  absl::StatusOr<Api> api = StartApi(options, core, nullptr, store_name);
+  if (!api.ok()) {
+    HERD_LOG_ERROR("{}", api.status().message());
+    return 1;
+  }
+  core->Start();
+  HERD_LOG_INFO("master of cell '{}' listening on {} (store {}, recovered in {:.1f} ms, scheduler {})",
+                options.core.cell_name, api->bound, store_name, recover_ms,
+                options.core.run_scheduler ? "internal" : "external: placements come from 'herd scheduler'");
+  WaitForStopSignal();
+  HERD_LOG_INFO("master stopping");
+  api->Stop();
+  core->Stop();
+  LogStats(core);
   return 0;
 }
 
@@ -117,6 +138,25 @@ void SetFreeBytes(ServerOptions& options) {
     if (statvfs(dir.c_str(), &vfs) != 0) return -1;
     return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
   };
+}
+
+// A follower applies the leader's log up to `revision`; if that log was
+// compacted past it (it was away too long), it starts again from the
+// newest snapshot.
+absl::Status FollowTo(store::LogStore& reader, MasterCore& core, int64_t revision, const std::string& cell) {
+  const int64_t from = core.committer().revision();
+  if (from >= revision) return absl::OkStatus();
+  std::vector<v1::Mutation> tail;
+  absl::Status st = reader.ReadLog(from + 1, revision, [&](const v1::Mutation& m) {
+    tail.push_back(m);
+    return absl::OkStatus();
+  });
+  if (st.ok()) return core.committer().Follow(tail);
+  if (st.code() != absl::StatusCode::kOutOfRange) return st;
+  absl::StatusOr<cell::CellState> fresh = Recover(reader, 0, cell);
+  if (!fresh.ok()) return fresh.status();
+  core.committer().Reset(std::move(*fresh));
+  return absl::OkStatus();
 }
 
 // A replica on etcd: follow the log (state kept hot) while campaigning for
@@ -178,7 +218,8 @@ int RunReplica(ServerOptions options) {
   const std::string store_name = absl::StrCat("etcd://", absl::StrJoin(url->endpoints, ","), so.prefix,
                                               co.credentials ? " (TLS)" : " (plaintext)");
 
-  // Follow: recover once, then apply what the leader appends as it lands.
+  // Follow: recover once, serve reads, and apply what the leader appends as
+  // it lands.
   absl::StatusOr<std::unique_ptr<store::etcd::EtcdLogStore>> reader;
   while (true) {
     reader = store::etcd::EtcdLogStore::OpenReadOnly(client->get(), so);
@@ -187,23 +228,37 @@ int RunReplica(ServerOptions options) {
     if (WaitForStopSignal(1000) != 0) break;
   }
   if (!reader.ok()) return StopSignalReceived() ? 0 : 1;
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   absl::StatusOr<cell::CellState> hot = Recover(**reader, 0, options.core.cell_name);
   if (!hot.ok()) {
     HERD_LOG_ERROR("cannot read the cell from {}: {}", store_name, hot.status().ToString());
     return 1;
   }
-  HERD_LOG_INFO("following cell '{}' in {} from revision {}", options.core.cell_name, store_name, hot->revision());
-  absl::Mutex mu;
-  bool won = false;
+  auto core = MasterCore::CreateFollower(reader->get(), RealClock::Get(), options.core, std::move(*hot));
+  if (!core.ok()) {
+    HERD_LOG_ERROR("{}", core.status().ToString());
+    return 1;
+  }
+  SetFatalHandler(core->get());
+  const std::string lease_key = so.prefix + "leader";
+  store::etcd::Client* etcd = client->get();
+  Forwarder forwarder(
+      *options.core.credential, options.listen,
+      [etcd, lease_key] { return store::etcd::LeaderLease::Holder(etcd, lease_key); },
+      [c = core->get()] { return c->leading(); });
+  absl::StatusOr<Api> api = StartApi(options, core->get(), &forwarder, store_name);
+  if (!api.ok()) {
+    HERD_LOG_ERROR("{}", api.status().message());
+    return 1;
+  }
+  HERD_LOG_INFO("following cell '{}' in {} from revision {}; serving reads on {} (changes go to the leader)",
+                options.core.cell_name, store_name, (*core)->committer().revision(), api->bound);
+  std::atomic<bool> won{false};
   std::thread follower([&] {
-    store::etcd::EtcdLogStore::Head head{hot->revision(), 0};
-    while (true) {
-      {
-        absl::MutexLock l(&mu);
-        if (won) return;
-      }
+    store::etcd::EtcdLogStore::Head head{(*core)->committer().revision(), 0};
+    while (!won.load()) {
       auto next = (*reader)->WaitForAppend(head, absl::Milliseconds(500));
+      if (won.load()) return;
       if (!next.ok()) {
         HERD_LOG_WARN("following {}: {}", store_name, next.status().ToString());
         absl::SleepFor(absl::Milliseconds(200));
@@ -211,33 +266,22 @@ int RunReplica(ServerOptions options) {
         if (h.ok()) head.etcd_revision = h->etcd_revision;
         continue;
       }
-      absl::MutexLock l(&mu);
-      if (won) return;
-      absl::Status st = CatchUp(**reader, *hot, next->revision);
-      if (st.code() == absl::StatusCode::kOutOfRange) {
-        // Compacted past us (we were away too long): start again from a snapshot.
-        absl::StatusOr<cell::CellState> fresh = Recover(**reader, 0, options.core.cell_name);
-        if (fresh.ok()) *hot = std::move(*fresh);
-        st = fresh.status();
-      }
+      absl::Status st = FollowTo(**reader, **core, next->revision, options.core.cell_name);
       if (!st.ok()) {
         HERD_LOG_WARN("following {}: {}", store_name, st.ToString());
         continue;
       }
-      head = {hot->revision(), next->etcd_revision};
+      head = {(*core)->committer().revision(), next->etcd_revision};
     }
   });
 
   absl::StatusOr<std::unique_ptr<store::etcd::LeaderLease>> lease = store::etcd::LeaderLease::Campaign(
-      client->get(),
-      store::etcd::LeaseOptions{so.prefix + "leader", options.listen, absl::Seconds(options.lease_ttl_s)},
+      etcd, store::etcd::LeaseOptions{lease_key, options.listen, absl::Seconds(options.lease_ttl_s)},
       [] { return StopSignalReceived(); });
-  {
-    absl::MutexLock l(&mu);
-    won = true;
-  }
+  won = true;
   follower.join();
   if (!lease.ok()) {
+    api->Stop();
     if (StopSignalReceived()) return 0;
     HERD_LOG_ERROR("campaign for leader: {}", lease.status().ToString());
     return 1;
@@ -247,24 +291,30 @@ int RunReplica(ServerOptions options) {
     HERD_LOG_ERROR("lost the leader lease: stopping at once (a new leader may act now)");
     std::_Exit(4);
   });
-  auto writer = store::etcd::EtcdLogStore::Open(client->get(), so, (*lease)->fence());
+  auto writer = store::etcd::EtcdLogStore::Open(etcd, so, (*lease)->fence());
   if (!writer.ok()) {
     HERD_LOG_ERROR("cannot open {} as the leader: {}", store_name, writer.status().ToString());
     return 1;
   }
   GrpcAgentLink link(*options.core.credential);
   // No disk reserve check: the disk is etcd's, which has its own quota.
-  auto core = MasterCore::CreateFrom(writer->get(), &link, RealClock::Get(), options.core, std::move(*hot));
-  if (!core.ok()) {
-    HERD_LOG_ERROR("taking over failed: {}", core.status().ToString());
+  if (absl::Status st = (*core)->Promote(writer->get(), &link); !st.ok()) {
+    HERD_LOG_ERROR("taking over failed: {}", st.ToString());
     return 1;
   }
+  (*core)->Start();
   const double takeover_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - won_at).count();
-  HERD_LOG_INFO("won the leader lease; took over in {:.1f} ms (followed for {:.1f} s)", takeover_ms,
-                std::chrono::duration<double>(won_at - t0).count());
-  int rc = Serve(options, core->get(), store_name, takeover_ms, lease->get());
+  HERD_LOG_INFO("won the leader lease; took over in {:.1f} ms (followed for {:.1f} s); leading cell '{}' on {}",
+                takeover_ms, std::chrono::duration<double>(won_at - t0).count(), options.core.cell_name, api->bound);
+  WaitForStopSignal();
+  HERD_LOG_INFO("master stopping");
+  api->Stop();
+  (*core)->Stop();
+  LogStats(core->get());
+  // Hand over at once rather than after a TTL.
+  (*lease)->Resign();
   core->reset();
-  return rc;
+  return 0;
 }
 
 }  // namespace
@@ -299,7 +349,7 @@ int RunMaster(const ServerOptions& o) {
   }
   double recover_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  int rc = Serve(options, core->get(), absl::StrCat("sqlite:", db), recover_ms, nullptr);
+  int rc = Serve(options, core->get(), absl::StrCat("sqlite:", db), recover_ms);
   core->reset();
   return rc;
 }

@@ -4,6 +4,7 @@
 // poll a machine at once) and the authorizer every handler asks first.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -27,7 +28,9 @@ struct ApiContext {
   Clock* clock = nullptr;
   const MasterOptions* options = nullptr;
   WhyStore* why = nullptr;
-  LinkShard* link = nullptr;  // null without a link (tests, some simulations)
+  // Null without a link (tests, some simulations) and on a follower until
+  // it is promoted (set once, while reads go on).
+  std::atomic<LinkShard*> link{nullptr};
   int64_t started_ms = 0;
 
   absl::Status Authorize(const Principal& who, Action action, const Resource& on) const {

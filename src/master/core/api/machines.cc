@@ -44,7 +44,7 @@ absl::StatusOr<v1::RegisterMachineResponse> MachinesApi::RegisterMachine(const P
     return std::vector<v1::Mutation>{mut};
   };
   HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(absl::StrCat("agent:", in.name()), build));
-  if (ctx_.link != nullptr) ctx_.link->Kick(in.name());
+  if (LinkShard* link = ctx_.link.load(); link != nullptr) link->Kick(in.name());
   v1::RegisterMachineResponse r;
   r.set_revision(rev);
   r.set_poll_interval_ms(ctx_.options->link.poll_interval_ms);
@@ -58,7 +58,7 @@ absl::StatusOr<v1::MachineChangedResponse> MachinesApi::MachineChanged(const Pri
   const bool known =
       ctx_.committer->Read([&](const cell::CellState& s) { return s.FindMachine(req.machine()) != nullptr; });
   if (!known) return absl::NotFoundError(absl::StrCat("machine ", Quote(req.machine()), " is not registered"));
-  if (ctx_.link != nullptr) ctx_.link->Kick(req.machine());
+  if (LinkShard* link = ctx_.link.load(); link != nullptr) link->Kick(req.machine());
   return v1::MachineChangedResponse();
 }
 
@@ -178,8 +178,8 @@ absl::StatusOr<v1::CellInfo> MachinesApi::GetCell(const Principal& who) {
   info.set_durable_revision(ctx_.committer->durable_revision());
   info.set_version(ctx_.options->version);
   info.set_started_ms(ctx_.started_ms);
-  if (ctx_.link != nullptr) {
-    const LinkShard::Stats st = ctx_.link->GetStats();
+  if (LinkShard* link = ctx_.link.load(); link != nullptr) {
+    const LinkShard::Stats st = link->GetStats();
     v1::LinkStats* l = info.mutable_link();
     l->set_polls(st.polls);
     l->set_full_polls(st.full_polls);
