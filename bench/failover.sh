@@ -16,7 +16,7 @@
 # replicas must hold, without N processes); each new leader logs how long
 # taking over from its hot state took (takeover_*).
 #
-#   bench/failover.sh [--herd PATH] [--kills 20] [--running 20] [--lease-ttl 2] [--cell-tasks 0]
+#   bench/failover.sh [--herd PATH] [--kills 20] [--running 20] [--lease-ttl 2] [--cell-tasks 0] [--keep]
 # Prints RESULT lines: failover_p50_ms, failover_p99_ms, failover_max_ms,
 # submit_p50_ms (baseline), takeover_p50_ms, takeover_max_ms, cell_tasks,
 # kills, lost_acknowledged_writes, tasks_restarted.
@@ -26,6 +26,7 @@ kills=20
 running=20
 ttl=2
 cell_tasks=0
+keep=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --herd) herd=$2; shift 2 ;;
@@ -33,6 +34,7 @@ while [ $# -gt 0 ]; do
     --running) running=$2; shift 2 ;;
     --lease-ttl) ttl=$2; shift 2 ;;
     --cell-tasks) cell_tasks=$2; shift 2 ;;
+    --keep) keep=1; shift ;;  # keep the directory (logs) for a look afterwards
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -52,7 +54,7 @@ cleanup() {
   fi
   for p in "${pids[@]}" "${mpid[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null || true; done
   pkill -9 -f "$dir/" 2>/dev/null || true
-  rm -rf "$dir"
+  if [ "$keep" = 1 ]; then echo "kept $dir"; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
 

@@ -255,7 +255,19 @@ int RunReplica(ServerOptions options) {
                 options.core.cell_name, store_name, (*core)->committer().revision(), api->bound);
   std::atomic<bool> won{false};
   std::thread follower([&] {
+    // Watch the head from where it is now (not from etcd's first revision:
+    // that would walk the whole history), after applying up to it.
     store::etcd::EtcdLogStore::Head head{(*core)->committer().revision(), 0};
+    while (!won.load()) {
+      auto now = (*reader)->ReadHead();
+      absl::Status st = now.ok() ? FollowTo(**reader, **core, now->revision, options.core.cell_name) : now.status();
+      if (st.ok()) {
+        head = {(*core)->committer().revision(), now->etcd_revision};
+        break;
+      }
+      HERD_LOG_WARN("following {}: {}", store_name, st.ToString());
+      absl::SleepFor(absl::Milliseconds(200));
+    }
     while (!won.load()) {
       auto next = (*reader)->WaitForAppend(head, absl::Milliseconds(500));
       if (won.load()) return;

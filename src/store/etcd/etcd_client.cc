@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -308,6 +309,96 @@ absl::StatusOr<std::vector<pb::Event>> Client::WaitForChange(const std::string& 
     current_.compare_exchange_strong(expected, (at + 1) % endpoints_.size());
   }
   return s;
+}
+
+struct WatchStream::Impl {
+  std::shared_ptr<Conn> conn;
+  std::string address;
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::WatchRequest, pb::WatchResponse>> stream;
+  std::thread reader;
+
+  absl::Mutex mu;
+  std::vector<pb::Event> events ABSL_GUARDED_BY(mu);
+  absl::Status broken ABSL_GUARDED_BY(mu);  // not OK once the stream ended
+
+  // Reads until the stream ends or is cancelled.
+  void Read() {
+    pb::WatchResponse resp;
+    absl::Status end;
+    while (stream->Read(&resp)) {
+      if (resp.compact_revision() > 0) {
+        end = absl::OutOfRangeError(absl::StrCat("etcd history compacted to revision ", resp.compact_revision()));
+        break;
+      }
+      if (resp.canceled()) {
+        end = absl::UnavailableError(absl::StrCat("etcd ", address, " cancelled the watch: ", resp.cancel_reason()));
+        break;
+      }
+      if (resp.events().empty()) continue;
+      absl::MutexLock l(&mu);
+      for (auto& e : *resp.mutable_events()) events.push_back(std::move(e));
+    }
+    if (end.ok()) {
+      ctx.TryCancel();
+      grpc::Status fin = stream->Finish();
+      end = fin.ok() ? absl::UnavailableError(absl::StrCat("etcd ", address, " closed the watch"))
+                     : FromGrpc(fin, address);
+      if (end.ok()) end = absl::UnavailableError("watch ended");
+    } else {
+      ctx.TryCancel();
+      (void)stream->Finish();
+    }
+    absl::MutexLock l(&mu);
+    broken = end;
+  }
+};
+
+WatchStream::WatchStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+WatchStream::~WatchStream() {
+  impl_->ctx.TryCancel();
+  if (impl_->reader.joinable()) impl_->reader.join();
+}
+
+absl::StatusOr<std::vector<pb::Event>> WatchStream::Next(absl::Duration timeout) {
+  absl::MutexLock l(&impl_->mu);
+  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(impl_->mu) {
+    return !impl_->events.empty() || !impl_->broken.ok();
+  };
+  impl_->mu.AwaitWithTimeout(absl::Condition(&ready), timeout);
+  if (!impl_->events.empty()) return std::exchange(impl_->events, {});
+  if (!impl_->broken.ok()) return impl_->broken;
+  return std::vector<pb::Event>{};
+}
+
+absl::StatusOr<std::unique_ptr<WatchStream>> Client::Watch(const std::string& key, const std::string& range_end,
+                                                          int64_t after_revision) {
+  const size_t at = current_.load() % endpoints_.size();
+  Endpoint& ep = *endpoints_[at];
+  auto impl = std::make_unique<WatchStream::Impl>();
+  impl->conn = ep.Get();
+  impl->address = ep.address;
+  // Fail the stream if this member has no leader, instead of staying silent.
+  impl->ctx.AddMetadata("hasleader", "true");
+  impl->stream = impl->conn->watch->Watch(&impl->ctx);
+  pb::WatchRequest req;
+  auto* create = req.mutable_create_request();
+  create->set_key(key);
+  create->set_range_end(range_end);
+  create->set_start_revision(after_revision + 1);
+  if (!impl->stream->Write(req)) {
+    impl->ctx.TryCancel();
+    absl::Status st = FromGrpc(impl->stream->Finish(), ep.address);
+    if (st.ok()) st = absl::UnavailableError(absl::StrCat("etcd ", ep.address, ": cannot open a watch"));
+    if (impl->conn->channel->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE) ep.Reset(impl->conn);
+    size_t expected = at;
+    current_.compare_exchange_strong(expected, (at + 1) % endpoints_.size());
+    return st;
+  }
+  WatchStream::Impl* raw = impl.get();
+  raw->reader = std::thread([raw] { raw->Read(); });
+  return std::unique_ptr<WatchStream>(new WatchStream(std::move(impl)));
 }
 
 }  // namespace herd::store::etcd

@@ -83,6 +83,11 @@ class Client {
                                                        int64_t after_revision,
                                                        absl::Duration timeout);
 
+  // A watch kept open on [key, range_end) from after_revision + 1 (see
+  // WatchStream).
+  absl::StatusOr<std::unique_ptr<class WatchStream>> Watch(const std::string& key, const std::string& range_end,
+                                                          int64_t after_revision);
+
   // The endpoint calls go to now.
   std::string CurrentEndpoint() const;
   const ClientOptions& options() const { return opts_; }
@@ -104,5 +109,27 @@ class Client {
 // Key helpers: the smallest key after every key with `prefix` (etcd's prefix
 // range end), and "" + '\0' semantics spelled out.
 std::string PrefixEnd(const std::string& prefix);
+
+// A watch that stays open: etcd pushes each event as it is applied. (A new
+// watch per wait starts "unsynced" whenever anything was written since its
+// start revision, and etcd catches those up only every 100 ms: a follower
+// re-watching after each append lagged by up to that much.)
+class WatchStream {
+ public:
+  ~WatchStream();
+  WatchStream(const WatchStream&) = delete;
+  WatchStream& operator=(const WatchStream&) = delete;
+  // The events that arrived (waiting up to `timeout` for one): empty on
+  // timeout. Once the stream broke, its error (OUT_OF_RANGE if etcd
+  // compacted past the start; UNAVAILABLE if the member lost its quorum or
+  // went away): open another.
+  absl::StatusOr<std::vector<pb::Event>> Next(absl::Duration timeout);
+
+ private:
+  friend class Client;
+  struct Impl;
+  explicit WatchStream(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace herd::store::etcd

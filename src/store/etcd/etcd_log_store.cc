@@ -1,6 +1,7 @@
 #include "store/etcd/etcd_log_store.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -129,6 +130,15 @@ struct EtcdLogStore::Impl {
   Client* client;
   StoreOptions opts;
   std::optional<Fence> fence;  // nullopt: read-only
+
+  // What a follower's WaitForAppend keeps between calls: the watch on head
+  // and the newest head it delivered.
+  struct Follow {
+    std::unique_ptr<WatchStream> watch;
+    Head latest;
+  };
+  absl::Mutex watch_mu;
+  Follow follow ABSL_GUARDED_BY(watch_mu);
 
   absl::Mutex write_mu;  // one writer at a time within this process
   bool dirty ABSL_GUARDED_BY(write_mu) = false;  // parts may lie past head
@@ -365,31 +375,39 @@ absl::StatusOr<EtcdLogStore::Head> EtcdLogStore::ReadHead() {
 absl::StatusOr<EtcdLogStore::Head> EtcdLogStore::WaitForAppend(const Head& head,
                                                                absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  int64_t after = head.etcd_revision;
+  absl::MutexLock l(&impl_->watch_mu);
+  Impl::Follow& f = impl_->follow;
+  if (f.latest.etcd_revision < head.etcd_revision) f.latest = head;
   while (true) {
-    absl::Duration left = deadline - absl::Now();
+    if (f.latest.revision != head.revision && f.latest.etcd_revision >= head.etcd_revision) return f.latest;
+    const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) return head;
-    auto events = impl_->client->WaitForChange(impl_->HeadKey(), "", after, left);
+    if (f.watch == nullptr) {
+      // One watch kept open from the newest head seen (see WatchStream).
+      auto w = impl_->client->Watch(impl_->HeadKey(), "", f.latest.etcd_revision);
+      if (!w.ok()) return w.status();
+      f.watch = std::move(*w);
+    }
+    auto events = f.watch->Next(left);
     if (!events.ok()) {
+      f.watch.reset();
       if (events.status().code() != absl::StatusCode::kOutOfRange &&
           events.status().code() != absl::StatusCode::kUnavailable) {
         return events.status();
       }
-      // Compacted history, or this member lost the quorum: read head afresh.
+      // Compacted history, or this member lost the quorum: read head afresh
+      // (through any member) and watch again from there.
       auto now = ReadHead();
       if (!now.ok()) return now.status();
-      if (now->revision != head.revision) return now;
-      after = now->etcd_revision;
+      if (now->etcd_revision >= f.latest.etcd_revision) f.latest = *now;
       continue;
     }
     for (const pb::Event& e : *events) {
-      if (e.type() != pb::Event::PUT) continue;
+      if (e.type() != pb::Event::PUT || e.kv().mod_revision() <= f.latest.etcd_revision) continue;
       auto v = ParseRevision(e.kv().value(), impl_->HeadKey());
       if (!v.ok()) return v.status();
-      if (*v != head.revision) return Head{*v, e.kv().mod_revision()};
-      after = std::max(after, e.kv().mod_revision());
+      f.latest = Head{*v, e.kv().mod_revision()};
     }
-    if (events->empty()) return head;
   }
 }
 
