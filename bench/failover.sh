@@ -16,7 +16,7 @@
 # replicas must hold, without N processes); each new leader logs how long
 # taking over from its hot state took (takeover_*).
 #
-#   bench/failover.sh [--herd PATH] [--kills 20] [--running 20] [--lease-ttl 2] [--cell-tasks 0] [--keep]
+#   bench/failover.sh [--herd PATH] [--kills 20] [--running 20] [--lease-ttl 2] [--cell-tasks 0] [--etcd-election-ms 1000] [--keep]
 # Prints RESULT lines: failover_p50_ms, failover_p99_ms, failover_max_ms,
 # submit_p50_ms (baseline), takeover_p50_ms, takeover_max_ms, cell_tasks,
 # kills, lost_acknowledged_writes, tasks_restarted.
@@ -27,6 +27,7 @@ running=20
 ttl=2
 cell_tasks=0
 keep=0
+election_ms=1000
 while [ $# -gt 0 ]; do
   case "$1" in
     --herd) herd=$2; shift 2 ;;
@@ -35,6 +36,10 @@ while [ $# -gt 0 ]; do
     --lease-ttl) ttl=$2; shift 2 ;;
     --cell-tasks) cell_tasks=$2; shift 2 ;;
     --keep) keep=1; shift ;;  # keep the directory (logs) for a look afterwards
+    # etcd's election timeout (heartbeat a tenth of it). etcd's shortest
+    # lease is 1.5 election timeouts, rounded up to whole seconds: 2 s at
+    # etcd's default 1000 ms; --etcd-election-ms 500 allows --lease-ttl 1.
+    --etcd-election-ms) election_ms=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -75,7 +80,7 @@ for i in 0 1 2; do
   etcd --name "e$i" --data-dir "$dir/etcd$i" --listen-client-urls "http://127.0.0.1:${cport[$i]}" \
     --advertise-client-urls "http://127.0.0.1:${cport[$i]}" --listen-peer-urls "http://127.0.0.1:${pport[$i]}" \
     --initial-advertise-peer-urls "http://127.0.0.1:${pport[$i]}" --initial-cluster "$cluster" \
-    --initial-cluster-state new --logger zap --log-level error --log-outputs "$dir/etcd$i.log" >/dev/null 2>&1 &
+    --initial-cluster-state new --election-timeout "$election_ms" --heartbeat-interval $((election_ms / 10)) --logger zap --log-level error --log-outputs "$dir/etcd$i.log" >/dev/null 2>&1 &
   pids+=($!)
   disown
 done
@@ -150,6 +155,7 @@ for k in $(seq "$kills"); do
   job "after$k" 1
   t0=$(now_ms)
   kill -9 "${mpid[$li]}"
+  echo "$k $t0" >> "$dir/kills"
   tries=0
   until "$herd" submit "$dir/after$k.yaml" >/dev/null 2>&1; do tries=$((tries + 1)); done
   t1=$(now_ms)
@@ -190,5 +196,6 @@ echo "RESULT takeover_max_ms=$tmax"
 echo "RESULT cell_tasks=$cell_tasks"
 echo "RESULT kills=$kills"
 echo "RESULT lease_ttl_s=$ttl"
+echo "RESULT etcd_election_ms=$election_ms"
 echo "RESULT lost_acknowledged_writes=$lost"
 echo "RESULT tasks_restarted=$restarted"

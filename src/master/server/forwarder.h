@@ -42,9 +42,15 @@ class Forwarder {
   // (never forwarded to); `leading` says whether this replica leads now.
   Forwarder(pki::Credential self, std::string self_address, FindLeader find, std::function<bool()> leading);
 
-  // The leader as last looked up ("" if unknown); looks it up if the last
-  // look is older than a second.
+  // The leader as last looked up or told ("" if unknown); looks it up if
+  // that is older than a second.
   std::string KnownLeader();
+  // Told who leads now (by the campaign, or when this replica takes over):
+  // forwarded changes waiting for an election go on at once.
+  void SetLeader(const std::string& address);
+  // This replica won the lease (SetLeader(self) at once) and now serves
+  // as the leader (SetPromoted, once it took over).
+  void SetPromoted();
 
   // Forwards one unary call. nullopt: this replica leads now (serve it
   // here). Otherwise the leader's answer (or UNAVAILABLE if no leader
@@ -55,12 +61,12 @@ class Forwarder {
                                    grpc::Status (v1::Herd::Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
                                    int64_t* revision) {
     Attempt a;
-    if (grpc::Status st = Begin(ctx, &a); !st.ok()) return st;
+    if (std::optional<grpc::Status> done = Begin(ctx, &a)) return done->ok() ? std::nullopt : done;
     while (true) {
       std::optional<grpc::Status> next = Next(&a);
       if (next) return next->ok() ? std::nullopt : next;  // OK = lead here
       auto call = a.Context();
-      grpc::Status st = (a.stub->*method)(call.get(), req, out);
+      grpc::Status st = ((*a.stub).*method)(call.get(), req, out);
       if (Retry(&a, st)) continue;
       *revision = RevisionOf(*call);
       return st;
@@ -73,18 +79,24 @@ class Forwarder {
     std::string acting_as;  // passed on
     absl::Time deadline;
     std::string leader;  // tried last
-    v1::Herd::Stub* stub = nullptr;
+    std::shared_ptr<v1::Herd::Stub> stub;  // kept alive by the call even if replaced
     int tries = 0;
+    int64_t seen = 0;  // changes_ when `leader` was chosen
     std::unique_ptr<grpc::ClientContext> Context() const;
   };
-  grpc::Status Begin(const grpc::ServerContext* ctx, Attempt* a);
+  // nullopt: go on and forward; OK: serve it here (we lead); else the
+  // error to answer with.
+  std::optional<grpc::Status> Begin(const grpc::ServerContext* ctx, Attempt* a);
   // Waits for a leader other than us: nullopt (a->stub set), OK (we lead),
   // or the error to answer with.
   std::optional<grpc::Status> Next(Attempt* a);
+  // Waits until SetLeader changes the leader or `pause` passes (or the
+  // deadline: false), then forgets the cached leader unless told one.
+  bool Await(const Attempt& a, absl::Duration pause);
   // True if `st` says the leader could not be reached (and time remains).
   bool Retry(Attempt* a, const grpc::Status& st);
   static int64_t RevisionOf(const grpc::ClientContext& call);
-  v1::Herd::Stub* StubFor(const std::string& address);
+  std::shared_ptr<v1::Herd::Stub> StubFor(const std::string& address);
 
   const pki::Credential self_;
   const std::string self_address_;
@@ -94,7 +106,13 @@ class Forwarder {
   absl::Mutex mu_;
   std::string leader_ ABSL_GUARDED_BY(mu_);
   absl::Time looked_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  std::map<std::string, std::unique_ptr<v1::Herd::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  int64_t changes_ ABSL_GUARDED_BY(mu_) = 0;  // SetLeader calls that changed leader_
+  bool promoted_ ABSL_GUARDED_BY(mu_) = false;
+  struct Leader {
+    std::shared_ptr<grpc::Channel> channel;
+    std::shared_ptr<v1::Herd::Stub> stub;
+  };
+  std::map<std::string, Leader> stubs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace herd::master

@@ -287,9 +287,10 @@ int RunReplica(ServerOptions options) {
     }
   });
 
-  absl::StatusOr<std::unique_ptr<store::etcd::LeaderLease>> lease = store::etcd::LeaderLease::Campaign(
-      etcd, store::etcd::LeaseOptions{lease_key, options.listen, absl::Seconds(options.lease_ttl_s)},
-      [] { return StopSignalReceived(); });
+  store::etcd::LeaseOptions lo{lease_key, options.listen, absl::Seconds(options.lease_ttl_s)};
+  lo.on_holder = [&forwarder](const std::string& holder) { forwarder.SetLeader(holder); };
+  absl::StatusOr<std::unique_ptr<store::etcd::LeaderLease>> lease =
+      store::etcd::LeaderLease::Campaign(etcd, std::move(lo), [] { return StopSignalReceived(); });
   won = true;
   follower.join();
   if (!lease.ok()) {
@@ -299,6 +300,7 @@ int RunReplica(ServerOptions options) {
     return 1;
   }
   const auto won_at = std::chrono::steady_clock::now();
+  forwarder.SetLeader(options.listen);  // changes forwarded to us now wait for the takeover
   (*lease)->OnLost([] {
     HERD_LOG_ERROR("lost the leader lease: stopping at once (a new leader may act now)");
     std::_Exit(4);
@@ -315,6 +317,7 @@ int RunReplica(ServerOptions options) {
     return 1;
   }
   (*core)->Start();
+  forwarder.SetPromoted();  // changes waiting here are served here now
   const double takeover_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - won_at).count();
   HERD_LOG_INFO("won the leader lease; took over in {:.1f} ms (followed for {:.1f} s); leading cell '{}' on {}",
                 takeover_ms, std::chrono::duration<double>(won_at - t0).count(), options.core.cell_name, api->bound);

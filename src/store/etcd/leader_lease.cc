@@ -68,6 +68,7 @@ absl::StatusOr<std::unique_ptr<LeaderLease>> LeaderLease::Campaign(Client* clien
           new LeaderLease(client, std::move(options), lease, ttl_s, std::move(fence)));
     }
     const auto& kvs = r->responses(0).response_range().kvs();
+    if (options.on_holder) options.on_holder(kvs.empty() ? "" : kvs[0].value());
     if (!kvs.empty() && kvs[0].lease() == lease) {
       // Our own earlier attempt took it (its reply was lost).
       Fence fence{options.key, kvs[0].create_revision()};
@@ -78,7 +79,12 @@ absl::StatusOr<std::unique_ptr<LeaderLease>> LeaderLease::Campaign(Client* clien
     // so that taking over costs one transaction.
     auto ka = client->LeaseKeepAlive(lease);
     if (!ka.ok() || *ka == 0) lease = 0;
-    (void)client->WaitForChange(options.key, "", r->header().revision(), absl::Milliseconds(200));
+    auto changed = client->WaitForChange(options.key, "", r->header().revision(), absl::Milliseconds(200));
+    if (changed.ok() && options.on_holder) {
+      for (const pb::Event& e : *changed) {
+        if (e.type() == pb::Event::DELETE) options.on_holder("");
+      }
+    }
   }
 }
 

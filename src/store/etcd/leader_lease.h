@@ -38,6 +38,10 @@ struct LeaseOptions {
   std::string key;    // e.g. PREFIX + "leader"
   std::string value;  // what followers read: the leader's address
   absl::Duration ttl = absl::Seconds(2);
+  // While campaigning: told each time the campaign learns who holds the
+  // key ("" once it is gone), so a follower knows the leader as soon as the
+  // election is decided (e.g. to forward changes to it).
+  std::function<void(const std::string& holder)> on_holder;
 };
 
 class LeaderLease {
