@@ -95,6 +95,7 @@ v1::Machine Machine::ToProto() const {
   m.set_task_count(static_cast<int32_t>(tasks_.size()));
   m.set_reason(reason_);
   m.set_state_revision(state_revision_);
+  m.set_state_ms(state_ms_);
   m.set_registered_ms(registered_ms_);
   for (const auto& p : packages_) m.add_packages(p);
   return m;
@@ -746,6 +747,7 @@ void CellState::ApplyMachineRegistered(const v1::Mutation& m, Effects* fx) {
   mach->packages_.erase(std::unique(mach->packages_.begin(), mach->packages_.end()), mach->packages_.end());
   mach->state_ = v1::Machine::UP;
   mach->state_revision_ = revision_;
+  mach->state_ms_ = m.time_ms();
   freed_revision_ = revision_;
   fx->machines.push_back(mach->name_);
 }
@@ -755,6 +757,7 @@ void CellState::ApplyMachineDown(const v1::Mutation& m, Effects* fx) {
   mach->state_ = v1::Machine::DOWN;
   mach->reason_ = m.machine_down().reason();
   mach->state_revision_ = revision_;
+  mach->state_ms_ = m.time_ms();
   std::string reason = absl::StrCat("machine ", mach->name_, " down");
   if (!m.machine_down().reason().empty()) absl::StrAppend(&reason, ": ", m.machine_down().reason());
   std::vector<Task*> lost(mach->tasks_.begin(), mach->tasks_.end());
@@ -774,6 +777,7 @@ void CellState::ApplyMachineUp(const v1::Mutation& m) {
   mach->state_ = v1::Machine::UP;
   mach->reason_ = m.machine_up().reason();
   mach->state_revision_ = revision_;
+  mach->state_ms_ = m.time_ms();
   freed_revision_ = revision_;
 }
 
@@ -793,6 +797,7 @@ void CellState::ApplyMachinePackages(const v1::Mutation& m) {
   std::sort(mach->packages_.begin(), mach->packages_.end());
   mach->packages_.erase(std::unique(mach->packages_.begin(), mach->packages_.end()), mach->packages_.end());
   mach->state_revision_ = revision_;
+  mach->state_ms_ = m.time_ms();
 }
 
 void CellState::ApplyUser(const v1::Mutation& m) {

@@ -180,6 +180,8 @@ class Machine {
   const std::string& reason() const { return reason_; }
   int64_t state_revision() const { return state_revision_; }
   int64_t registered_ms() const { return registered_ms_; }
+  // When its state last changed (the mutation's time, Unix ms).
+  int64_t state_ms() const { return state_ms_; }
   int64_t order() const { return order_; }  // registration order (deterministic iteration)
 
   ResourceVector Free() const { return capacity_ - allocated_; }
@@ -208,6 +210,7 @@ class Machine {
   std::string reason_;
   int64_t state_revision_ = 0;
   int64_t registered_ms_ = 0;
+  int64_t state_ms_ = 0;
   int64_t order_ = 0;
 };
 

@@ -47,6 +47,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     m->drain_reason_ = pm.drain_reason();
     m->reason_ = pm.reason();
     m->state_revision_ = pm.state_revision();
+    m->state_ms_ = pm.state_ms();
     m->registered_ms_ = pm.registered_ms();
     m->packages_.assign(pm.packages().begin(), pm.packages().end());
     std::sort(m->packages_.begin(), m->packages_.end());

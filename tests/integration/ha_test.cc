@@ -193,6 +193,23 @@ TEST_F(HaTest, AFollowerAnswersReadsAndForwardsChanges) {
   }
 }
 
+// A change sent to a follower while the leader is dead waits for the
+// election and is made by the new leader: one try, no client retry.
+TEST_F(HaTest, AChangeThroughAFollowerWaitsOutAnElection) {
+  const int leader = cell_.LeaderIndex();
+  ASSERT_GE(leader, 0) << cell_.LogTails();
+  std::vector<std::string> list = absl::StrSplit(cell_.master_address(), ',');
+  const int follower = (leader + 1) % cell_.replica_count();
+  cell_.WriteSpec("during.yaml", JobSpec("during", 1));
+  cell_.StopReplica(leader, SIGKILL);
+  RunResult r = cell_.Herd({"--master", list[follower], "submit", cell_.dir().Sub("during.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe() << cell_.LogTails();
+  const int next = cell_.LeaderIndex();
+  ASSERT_GE(next, 0);
+  EXPECT_NE(next, leader);
+  WaitRunning("alice/during", 1);
+}
+
 // Only a master may forward on behalf of someone else: a user who sends the
 // forwarding header with an admin's certificate is refused, and nothing
 // changes.

@@ -55,7 +55,41 @@ LinkShard::LinkShard(Committer* committer, AgentLink* link, Clock* clock, Option
 
 LinkShard::~LinkShard() { Stop(); }
 
+void LinkShard::SeedFromState() {
+  // When the machines that are down went down (Unix ms).
+  std::vector<std::pair<std::string, int64_t>> down;
+  committer_->Read([&](const cell::CellState& s) {
+    for (const cell::Machine* m : s.machines()) {
+      if (m->state() == v1::Machine::DOWN && m->state_ms() > 0) down.emplace_back(m->name(), m->state_ms());
+    }
+    return 0;
+  });
+  absl::MutexLock l(&mu_);
+  if (seeded_) return;
+  seeded_ = true;
+  // Machines the previous leader marked down count against this window's
+  // budget (and their flap history): a failover in the middle of a
+  // partition does not start the rate limit afresh.
+  const int64_t now = clock_->MonotonicMs();
+  const int64_t wall = clock_->NowMs();
+  const int64_t window = std::max(opts_.poll_interval_ms * opts_.down_after_misses, opts_.min_down_window_ms);
+  std::vector<int64_t> recent;
+  for (const auto& [name, at_ms] : down) {
+    const int64_t ago = wall - at_ms;
+    if (ago < 0) continue;
+    if (ago < window) recent.push_back(now - ago);
+    if (ago < opts_.flap_window_ms) {
+      Entry& e = entries_[name];
+      e.health.last_ok_ms = now;  // as for every machine at the start
+      e.downs.push_back(now - ago);
+    }
+  }
+  std::sort(recent.begin(), recent.end());
+  for (int64_t t : recent) downs_.push_back(t);
+}
+
 void LinkShard::Start() {
+  SeedFromState();
   std::vector<std::string> names = committer_->Read([](const cell::CellState& s) {
     std::vector<std::string> out;
     for (const cell::Machine* m : s.machines()) out.push_back(m->name());
@@ -116,6 +150,7 @@ void LinkShard::Kick(const std::string& machine) {
 }
 
 void LinkShard::PollAllOnce() {
+  SeedFromState();
   std::vector<std::string> names = committer_->Read([](const cell::CellState& s) {
     std::vector<std::string> out;
     for (const cell::Machine* m : s.machines()) out.push_back(m->name());

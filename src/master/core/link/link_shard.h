@@ -142,6 +142,10 @@ class LinkShard {
   Stats GetStats() const;
 
  private:
+  // Once, before the first poll: the down-marking budget and flap history
+  // from the machines the cell says went down recently (under an earlier
+  // leader), by their state_ms.
+  void SeedFromState();
   struct Plan;
   struct Entry {
     int64_t due_ms = 0;
@@ -195,6 +199,7 @@ class LinkShard {
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<int64_t, std::string>> due_ ABSL_GUARDED_BY(mu_);
   std::deque<int64_t> downs_ ABSL_GUARDED_BY(mu_);  // times machines were marked down
+  bool seeded_ ABSL_GUARDED_BY(mu_) = false;
   bool holding_ ABSL_GUARDED_BY(mu_) = false;       // logged that marking down is held
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<Completion> completions_ ABSL_GUARDED_BY(mu_);

@@ -69,6 +69,35 @@ TEST_F(DownRulesTest, ASmallCellLosesAtMostOneMachineAWindow) {
   EXPECT_EQ(Down(), 2);
 }
 
+// The rate limit holds across a change of leader: a new master counts the
+// machines its predecessor marked down in this window (the cell records
+// when), instead of starting with a fresh budget in the middle of a
+// partition.
+TEST_F(DownRulesTest, TheRateHoldsAcrossAChangeOfLeader) {
+  LinkShard::Options link;
+  link.hold_above_fraction = 1.0;
+  Start(3, link);
+  Round();
+  for (int i = 0; i < 3; ++i) link_.SetUp(Name(i) + ":1", false);
+  for (int i = 0; i < 3; ++i) Round();
+  ASSERT_EQ(Down(), 1);
+  // Another master takes over from the store, 10 s into the window.
+  for (int i = 0; i < 10; ++i) Round();
+  core_.reset();
+  MasterOptions o;
+  link.poll_interval_ms = 1000;
+  link.down_after_misses = 3;
+  o.link = link;
+  o.run_scheduler = false;
+  auto core = MasterCore::Create(&store_, &link_, &clock_, o);
+  ASSERT_TRUE(core.ok()) << core.status();
+  core_ = std::move(*core);
+  for (int i = 0; i < 40; ++i) Round();  // 54 s after the first went down
+  EXPECT_EQ(Down(), 1);
+  for (int i = 0; i < 10; ++i) Round();  // the window has passed
+  EXPECT_EQ(Down(), 2);
+}
+
 TEST_F(DownRulesTest, NoneIsMarkedDownWhileMostOfTheCellIsUnreachable) {
   Start(3, LinkShard::Options());
   Round();
