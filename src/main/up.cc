@@ -40,6 +40,7 @@
 #include "base/units.h"
 #include "herd/v1/api.grpc.pb.h"
 #include "rpc/rpc.h"
+#include "store/etcd/etcd_tls.h"
 
 namespace herd {
 namespace fs = std::filesystem;
@@ -485,36 +486,8 @@ absl::StatusOr<HaPorts> LoadOrPickHaPorts(const std::string& data, const std::st
 std::string EtcdTlsDir(const std::string& data) { return (fs::path(data) / "etcd" / "tls").string(); }
 
 absl::Status EnsureEtcdTls(const std::string& data, const std::string& host) {
-  const std::string ca_dir = (fs::path(data) / "pki" / "etcd").string();
-  absl::StatusOr<pki::Authority> ca = pki::LoadAuthority(ca_dir);
-  if (!ca.ok()) {
-    ca = pki::CreateAuthority("etcd", time(nullptr), 3650LL * 86400);
-    if (!ca.ok()) return ca.status();
-    HERD_RETURN_IF_ERROR(pki::SaveAuthority(ca_dir, *ca));
-  }
-  const std::string dir = EtcdTlsDir(data);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  fs::permissions(dir, fs::perms::owner_all, ec);
-  HERD_RETURN_IF_ERROR(pki::WriteFileAtomic(dir + "/ca.crt", ca->cert_pem, 0644));
-  for (int i = 0; i < kReplicas; ++i) {
-    const std::string crt = absl::StrCat(dir, "/e", i, ".crt");
-    if (fs::exists(crt)) continue;
-    absl::StatusOr<pki::Credential> c =
-        pki::IssueCredential(*ca, pki::Subject{pki::Role::kMachine, absl::StrCat("etcd-e", i)}, time(nullptr),
-                             3650LL * 86400, absl::StrCat("IP:", host, ",DNS:localhost"));
-    if (!c.ok()) return c.status();
-    HERD_RETURN_IF_ERROR(pki::WriteFileAtomic(absl::StrCat(dir, "/e", i, ".key"), c->key_pem, 0600));
-    HERD_RETURN_IF_ERROR(pki::WriteFileAtomic(crt, c->cert_pem, 0644));
-  }
-  const std::string master = dir + "/master.pem";
-  if (!fs::exists(master)) {
-    absl::StatusOr<pki::Credential> c =
-        pki::IssueCredential(*ca, pki::Subject{pki::Role::kMaster, ""}, time(nullptr), 3650LL * 86400);
-    if (!c.ok()) return c.status();
-    HERD_RETURN_IF_ERROR(pki::SaveCredential(master, *c));
-  }
-  return absl::OkStatus();
+  return store::etcd::EnsureTls((fs::path(data) / "pki" / "etcd").string(), EtcdTlsDir(data),
+                                std::vector<std::string>(kReplicas, absl::StrCat("IP:", host, ",DNS:localhost")));
 }
 
 std::vector<std::string> EtcdArgs(const std::string& data, const std::string& host, const HaPorts& p, int i) {
@@ -524,17 +497,14 @@ std::vector<std::string> EtcdArgs(const std::string& data, const std::string& ho
   }
   const std::string client = absl::StrCat("https://", host, ":", p.etcd_client[i]);
   const std::string peer = absl::StrCat("https://", host, ":", p.etcd_peer[i]);
-  const std::string tls = EtcdTlsDir(data);
-  const std::string crt = absl::StrCat(tls, "/e", i, ".crt"), key = absl::StrCat(tls, "/e", i, ".key");
-  return {EtcdBinary(), "--name", absl::StrCat("e", i), "--data-dir",
-          (fs::path(data) / "etcd" / absl::StrCat("e", i)).string(), "--listen-client-urls", client,
-          "--advertise-client-urls", client, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-          "--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token",
-          "herd-up", "--logger", "zap", "--log-level", "warn",
-          // TLS on both ports; only holders of a certificate of etcd's CA get in.
-          "--cert-file", crt, "--key-file", key, "--trusted-ca-file", tls + "/ca.crt", "--client-cert-auth",
-          "--peer-cert-file", crt, "--peer-key-file", key, "--peer-trusted-ca-file", tls + "/ca.crt",
-          "--peer-client-cert-auth"};
+  std::vector<std::string> args = {
+      EtcdBinary(), "--name", absl::StrCat("e", i), "--data-dir",
+      (fs::path(data) / "etcd" / absl::StrCat("e", i)).string(), "--listen-client-urls", client,
+      "--advertise-client-urls", client, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+      "--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token",
+      "herd-up", "--logger", "zap", "--log-level", "warn"};
+  for (std::string& f : store::etcd::MemberTlsFlags(EtcdTlsDir(data), i)) args.push_back(std::move(f));
+  return args;
 }
 
 std::string EtcdUrl(const std::string& host, const HaPorts& p, const std::string& cell) {
@@ -549,7 +519,7 @@ std::vector<std::string> ReplicaArgs(const UpOptions& o, const std::string& data
           (fs::path(data) / "master" / "credentials.pem").string(), "--listen",
           absl::StrCat(host, ":", p.master[i]), "--store", EtcdUrl(host, p, o.cell), "--cell", o.cell,
           "--poll-interval", o.poll_interval, "--ca", PkiDir(data), "--etcd-credentials",
-          EtcdTlsDir(data) + "/master.pem"};
+          store::etcd::MasterCredentialPath(EtcdTlsDir(data))};
 }
 
 // Agents first (they stop their tasks), then the masters, then etcd; each

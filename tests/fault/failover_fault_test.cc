@@ -10,38 +10,22 @@
 // RESULT lines with its counts (runs, kills, lost, restarted).
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <map>
-#include <mutex>
-#include <random>
 #include <string>
-#include <thread>
-#include <vector>
 
-#include "absl/strings/str_cat.h"
+#include "fault/fault_support.h"
 #include "harness/harness.h"
 #include "store/etcd/testing.h"
 
 namespace herd {
 namespace {
 
+using fault::JobSpec;
+using fault::Rounds;
 using harness::Cell;
 using harness::Eventually;
-using harness::RunResult;
 using harness::Summarize;
 using namespace std::chrono_literals;
-
-int Rounds(int short_mode) {
-  const char* e = std::getenv("HERD_FAULT_ROUNDS");
-  int n = e ? std::atoi(e) : 0;
-  return n > 0 ? n : short_mode;
-}
-
-std::string JobSpec(const std::string& name, int tasks) {
-  return absl::StrCat("name: ", name, "\nuser: alice\ntasks: ", tasks,
-                      "\ncommand: [\"/bin/sleep\", \"3600\"]\nresources: {cpu: 1m, memory: 1Mi}\n");
-}
 
 class FailoverFault : public ::testing::Test {
  protected:
@@ -60,69 +44,25 @@ class FailoverFault : public ::testing::Test {
 
   std::map<int, int64_t> WaitRunning(const std::string& job, int n) { return cell_.WaitRunning(job, n); }
 
-  // Streams one-task jobs through the master list until stopped; records
-  // those whose submit was acknowledged (exit 0).
-  void StartWriter() {
-    writer_ = std::thread([this] {
-      for (int i = 0; !stop_; ++i) {
-        const std::string name = absl::StrCat("w", i);
-        cell_.WriteSpec(name + ".yaml", JobSpec(name, 1));
-        RunResult r = cell_.Herd({"submit", cell_.dir().Sub(name + ".yaml")}, 10s);
-        std::lock_guard l(mu_);
-        ++attempts_;
-        if (r.exit_code == 0) acked_.push_back(name);
-      }
-    });
-  }
-  // Waits until the writer has tried `k` more submits (acknowledged or not):
-  // faults land at random points of the write stream, counted in writes, not
-  // in time, so a slow machine moves the faults with the writes.
-  void AfterWrites(int k) {
-    int target;
-    {
-      std::lock_guard l(mu_);
-      target = attempts_ + k;
-    }
-    ASSERT_TRUE(Eventually([&] {
-      std::lock_guard l(mu_);
-      return attempts_ >= target;
-    }, 120s));
-  }
-  int RandomWrites(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-
-  void StopWriter() {
-    stop_ = true;
-    if (writer_.joinable()) writer_.join();
-  }
-
   // What a process supervisor does: a master that exited (e.g. it lost its
   // lease when its etcd member died) is started again, as a follower.
   void Supervise() {
     for (int i = 0; i < cell_.replica_count(); ++i) {
-      if (!cell_.replica(i)->Running()) ASSERT_TRUE(cell_.RestartReplica(i).ok());
+      if (!cell_.replica(i)->Running()) {
+        ASSERT_TRUE(cell_.RestartReplica(i).ok());
+      }
     }
   }
 
   // The invariants; prints the run's RESULT lines.
   void Check(const std::string& scenario, int faults) {
-    StopWriter();
+    writes_.Stop();
     Supervise();
     ASSERT_TRUE(Eventually([&] { return cell_.LeaderIndex() >= 0; }, 60s)) << cell_.LogTails();
-    int lost = 0;
-    for (const std::string& j : acked_) {
-      absl::StatusOr<v1::ListTasksResponse> t;
-      // Retried while no leader answers; a job the leader does not have is lost.
-      Eventually([&] {
-        t = cell_.Tasks("alice/" + j);
-        return t.ok() || t.status().message().find("cannot reach") == std::string::npos;
-      }, 60s);
-      if (!t.ok() || t->tasks_size() != 1) {
-        ++lost;
-        ADD_FAILURE() << "acknowledged job alice/" << j << " is gone: " << t.status();
-      }
-    }
+    const std::vector<std::string> acked = writes_.acked();
+    const int lost = fault::CountLost(cell_, acked);
     // Every acknowledged job is placed and runs.
-    for (const std::string& j : acked_) WaitRunning("alice/" + j, 1);
+    for (const std::string& j : acked) WaitRunning("alice/" + j, 1);
     int restarted = 0;
     auto now = cell_.Tasks("alice/base");
     EXPECT_TRUE(now.ok()) << now.status();
@@ -136,29 +76,24 @@ class FailoverFault : public ::testing::Test {
     }
     std::printf("RESULT %s_faults=%d\nRESULT %s_writes_attempted=%d\nRESULT %s_writes_acknowledged=%zu\n"
                 "RESULT %s_lost_acknowledged_writes=%d\nRESULT %s_tasks_restarted=%d\n",
-                scenario.c_str(), faults, scenario.c_str(), attempts_, scenario.c_str(), acked_.size(),
+                scenario.c_str(), faults, scenario.c_str(), writes_.attempts(), scenario.c_str(), acked.size(),
                 scenario.c_str(), lost, scenario.c_str(), restarted);
-    EXPECT_GT(acked_.size(), 0u);
+    EXPECT_GT(acked.size(), 0u);
   }
 
   Cell cell_;
   std::unique_ptr<store::etcd::testing::EtcdCluster> etcd_;
   std::map<int, int64_t> base_;
-  std::thread writer_;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  int attempts_ = 0;
-  std::vector<std::string> acked_;
-  std::mt19937 rng_{std::random_device{}()};
+  fault::WriteStream writes_{&cell_};
 };
 
 // kill -9 the leader at random points of a stream of submissions; the
 // killed replica is started again (as a supervisor would).
 TEST_F(FailoverFault, LeaderKilledAtRandomWhileWritesStreamIn) {
-  StartWriter();
+  writes_.Start();
   const int rounds = Rounds(3);
   for (int k = 0; k < rounds; ++k) {
-    AfterWrites(RandomWrites(1, 8));
+    writes_.AfterWrites(writes_.RandomWrites(1, 8));
     int leader = -1;
     ASSERT_TRUE(Eventually([&] { return (leader = cell_.LeaderIndex()) >= 0; }, 60s)) << cell_.LogTails();
     cell_.StopReplica(leader, SIGKILL);
@@ -171,13 +106,13 @@ TEST_F(FailoverFault, LeaderKilledAtRandomWhileWritesStreamIn) {
 // kill -9 an etcd member (then start it again) while writes stream in: the
 // quorum holds, the masters switch members, nothing is lost.
 TEST_F(FailoverFault, EtcdMemberKilledWhileWritesStreamIn) {
-  StartWriter();
+  writes_.Start();
   const int rounds = Rounds(3);
   for (int k = 0; k < rounds; ++k) {
-    AfterWrites(RandomWrites(1, 8));
+    writes_.AfterWrites(writes_.RandomWrites(1, 8));
     const size_t victim = static_cast<size_t>(k % 3);
     etcd_->Kill(victim);
-    AfterWrites(RandomWrites(1, 4));  // it stays dead for a few writes
+    writes_.AfterWrites(writes_.RandomWrites(1, 4));  // it stays dead for a few writes
     ASSERT_TRUE(etcd_->Restart(victim).ok());
     ASSERT_TRUE(etcd_->WaitReady().ok());
     Supervise();

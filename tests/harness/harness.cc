@@ -557,12 +557,15 @@ absl::Status Cell::StartReplicas(int n, const std::string& store_url, const std:
   std::vector<std::string> addresses;
   for (int i = 0; i < n; ++i) {
     Replica r;
-    r.address = absl::StrCat("127.0.0.1:", FreePort());
+    const Site& site = SiteOf(absl::StrCat("master", i));
+    r.address = absl::StrCat(site.host, ":", FreePort());
     std::string data = dir_.Sub(absl::StrCat("master", i));
     fs::create_directories(data);
-    r.argv = {HerdBinary(), "master", "--data", data, "--credentials", dir_.Sub("master/credentials.pem"),
-              "--listen", r.address, "--store", store_url, "--poll-interval", options_.poll_interval,
-              "--down-after", absl::StrCat(options_.down_after), "--ca", CaDir()};
+    r.argv = site.wrapper;
+    r.argv.insert(r.argv.end(),
+                  {HerdBinary(), "master", "--data", data, "--credentials", dir_.Sub("master/credentials.pem"),
+                   "--listen", r.address, "--store", store_url, "--poll-interval", options_.poll_interval,
+                   "--down-after", absl::StrCat(options_.down_after), "--ca", CaDir()});
     for (const auto& f : options_.master_flags) r.argv.push_back(f);
     for (const auto& f : flags) r.argv.push_back(f);
     addresses.push_back(r.address);
@@ -648,13 +651,15 @@ absl::Status Cell::StartAgent(const std::string& name, const std::string& rack, 
   slot.rack = rack;
   std::string root = AgentRoot(name);
   if (std::find(roots_.begin(), roots_.end(), root) == roots_.end()) roots_.push_back(root);
-  std::vector<std::string> argv = {slot.binary.empty() ? HerdBinary() : slot.binary, "agent", "--master",
-                                   master_address_,
-                                   "--credentials", MachineCredential(name),
-                                   "--package-file-dirs", dir_.path(),
-                                   "--listen",   "127.0.0.1:0", "--name",    name,
-                                   "--root",     root,          "--capacity", options_.capacity,
-                                   "--attr",     "rack=" + rack};
+  const Site& site = SiteOf(name);
+  std::vector<std::string> argv = site.wrapper;
+  argv.insert(argv.end(), {slot.binary.empty() ? HerdBinary() : slot.binary, "agent", "--master",
+                           master_address_,
+                           "--credentials", MachineCredential(name),
+                           "--package-file-dirs", dir_.path(),
+                           "--listen",   site.host + ":0", "--name",    name,
+                           "--root",     root,          "--capacity", options_.capacity,
+                           "--attr",     "rack=" + rack});
   auto child = Child::Spawn(name, argv, dir_.Sub("logs/" + name + ".log"));
   if (!child.ok()) return child.status();
   slot.child = std::move(*child);
@@ -761,6 +766,12 @@ void Cell::StopScheduler(const std::string& name, int sig) {
 Child* Cell::scheduler(const std::string& name) {
   auto it = schedulers_.find(name);
   return it == schedulers_.end() ? nullptr : it->second.get();
+}
+
+const Cell::Site& Cell::SiteOf(const std::string& process) const {
+  static const Site* loopback = new Site();
+  auto it = sites_.find(process);
+  return it == sites_.end() ? *loopback : it->second;
 }
 
 Child* Cell::agent(const std::string& name) {

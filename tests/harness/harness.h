@@ -195,6 +195,19 @@ class Cell {
   const TestDir& dir() const { return dir_; }
   const Options& options() const { return options_; }
 
+  // Where a process of the cell runs (the fault suite puts each in a network
+  // namespace of its own, harness/netns.h): `wrapper` goes before its argv
+  // (e.g. nsenter --net=/run/netns/NS --) and it listens on `host`, which
+  // an agent also gives the master as its address.
+  struct Site {
+    std::vector<std::string> wrapper;
+    std::string host = "127.0.0.1";
+  };
+  // Places replica I (process "master<I>", StartReplicas) or agent NAME;
+  // takes effect at its next start. Processes not placed run as they are,
+  // on 127.0.0.1.
+  void Place(const std::string& process, Site site) { sites_[process] = std::move(site); }
+
   // Starts the master on --data dir()/master. The first start listens on a
   // free port; restarts reuse it. Returns once it answers `herd cell`.
   absl::Status StartMaster();
@@ -312,6 +325,8 @@ class Cell {
     std::vector<std::string> argv;
   };
   std::vector<Replica> replicas_;
+  std::map<std::string, Site> sites_;  // by process name (Place)
+  const Site& SiteOf(const std::string& process) const;
 };
 
 // Task helpers over a ListTasksResponse.
