@@ -60,6 +60,12 @@ std::shared_ptr<grpc::Channel> Channel(const std::string& address, const pki::Cr
   // The name the server's certificate must carry, whatever the address.
   args.SetSslTargetNameOverride(pki::ServerName(server));
   absl::StatusOr<std::string> target = Target(address);
+  // A list of masters: connect to all of them at once and send each call
+  // to one that is connected. (pick_first tries them in order and waits
+  // out a connect timeout on an address whose host drops packets, e.g. a
+  // partitioned leader, before trying the next.) Any replica serves:
+  // followers answer reads as of the log's head and forward changes.
+  if (target.ok() && *target != address) args.SetLoadBalancingPolicyName("round_robin");
   // A bad list fails every call with the reason (checked earlier by the CLI).
   return grpc::CreateCustomChannel(target.ok() ? *target : address, ClientCredentials(self), args);
 }

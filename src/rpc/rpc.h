@@ -56,9 +56,10 @@ pki::Subject MachineIdentity(absl::string_view name);
 // which there are many (hollow agents ringing the master).
 //
 // `address` may list several masters, "HOST:PORT,HOST:PORT,..." (each HOST
-// an IP address): the channel connects to the first that accepts and moves
-// on when it goes away; any replica serves (a follower answers reads itself
-// and forwards changes to the leader).
+// an IP address): the channel connects to all of them and sends each call
+// to one it is connected to (round robin), so an unreachable master costs
+// nothing; any replica serves (a follower answers reads itself, as of the
+// log's head, and forwards changes to the leader).
 std::shared_ptr<grpc::Channel> Channel(const std::string& address, const pki::Credential& self,
                                        const pki::Subject& server, int64_t idle_timeout_ms = 0);
 

@@ -51,6 +51,10 @@ void HerdService::Stamp(grpc::ServerContext* ctx, int64_t revision) const {
   ctx->AddTrailingMetadata(rpc::kRoleKey, core_->leading() ? "leader" : "follower");
 }
 
+void HerdService::Barrier() {
+  if (read_barrier_ && !core_->leading()) read_barrier_();
+}
+
 void HerdService::CaughtUp(grpc::ServerContext* ctx, int64_t revision) {
   if (revision > 0) {
     // Read-your-writes through this replica: answer once the change the
@@ -76,6 +80,7 @@ void HerdService::CaughtUp(grpc::ServerContext* ctx, int64_t revision) {
       return *forwarded;                                                              \
     }                                                                                 \
   }                                                                                   \
+  if (!change) Barrier();                                                              \
   grpc::Status answer = Reply(core_->api().method(*who, *req), out);                  \
   Stamp(ctx, core_->committer().revision());                                          \
   return answer
@@ -134,6 +139,7 @@ grpc::Status HerdService::Why(grpc::ServerContext* ctx, const v1::WhyRequest* re
 grpc::Status HerdService::GetCell(grpc::ServerContext* ctx, const v1::GetCellRequest*, v1::CellInfo* out) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
+  Barrier();
   grpc::Status st = Reply(core_->machines().GetCell(*who), out);
   const bool leading = core_->leading();
   out->set_leader(leading || forwarder_ == nullptr ? self_ : forwarder_->KnownLeader());
@@ -173,6 +179,7 @@ grpc::Status HerdService::ExportCheckpoint(grpc::ServerContext* ctx, const v1::E
                                            grpc::ServerWriter<v1::CheckpointRecord>* writer) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
+  Barrier();
   return rpc::ToGrpc(core_->stream().ExportCheckpoint(*who, req->up_to_revision(), [&](const v1::CheckpointRecord& r) {
     return !ctx->IsCancelled() && writer->Write(r);
   }));
@@ -196,8 +203,15 @@ v1::Agent::Stub* GrpcAgentLink::StubFor(const std::string& address, const std::s
   return s.get();
 }
 
+namespace {
+absl::Status NotLeading() {
+  return absl::UnavailableError("this master no longer holds the leader lease: it commands no agent");
+}
+}  // namespace
+
 absl::StatusOr<v1::PollResponse> GrpcAgentLink::Poll(const std::string& address, const v1::PollRequest& request,
                                                      int64_t timeout_ms) {
+  if (may_command_ && !may_command_()) return NotLeading();
   v1::Agent::Stub* stub = StubFor(address, request.machine());
   auto ctx = rpc::Context("", timeout_ms);
   v1::PollResponse resp;
@@ -208,6 +222,10 @@ absl::StatusOr<v1::PollResponse> GrpcAgentLink::Poll(const std::string& address,
 
 void GrpcAgentLink::PollAsync(const std::string& address, const v1::PollRequest& request, int64_t timeout_ms,
                               Done done) {
+  if (may_command_ && !may_command_()) {
+    done(NotLeading());
+    return;
+  }
   v1::Agent::Stub* stub = StubFor(address, request.machine());
   auto* call = new Call{rpc::Context("", timeout_ms), request, {}, std::move(done)};
   {

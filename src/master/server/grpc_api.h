@@ -29,6 +29,11 @@ class HerdService final : public v1::Herd::Service {
       : core_(core), limiter_(limiter), forwarder_(forwarder) {}
   // This master's address and its store, as GetCell reports them; set
   // before the server starts.
+  // On a follower, run before every read: waits (bounded) until this
+  // replica has applied the log up to its head as etcd has it now, so a
+  // read from a follower sees every change acknowledged before it began
+  // (like etcd's linearizable reads). Set before the server starts.
+  void SetReadBarrier(std::function<void()> fn) { read_barrier_ = std::move(fn); }
   void SetIdentity(std::string self, std::string store) {
     self_ = std::move(self);
     store_ = std::move(store);
@@ -69,10 +74,13 @@ class HerdService final : public v1::Herd::Service {
   // After a forwarded change made at `revision`: waits (bounded) until this
   // replica has applied it, then stamps the answer.
   void CaughtUp(grpc::ServerContext* ctx, int64_t revision);
+  // A follower's read barrier (SetReadBarrier), if any.
+  void Barrier();
 
   MasterCore* const core_;
   RateLimiter* const limiter_;
   Forwarder* const forwarder_;
+  std::function<void()> read_barrier_;
   std::string self_;
   std::string store_;
 };
@@ -85,6 +93,11 @@ class GrpcAgentLink final : public AgentLink {
  public:
   explicit GrpcAgentLink(pki::Credential self) : self_(std::move(self)) {}
   ~GrpcAgentLink() override;
+  // Asked before every poll (every command to an agent): a replicated
+  // master's leader lease is held (LeaderLease::held(), which turns false
+  // on its own clock the moment the lease may have expired, before the
+  // keep-alive thread notices and ends the process). Set before polling.
+  void SetMayCommand(std::function<bool()> fn) { may_command_ = std::move(fn); }
   absl::StatusOr<v1::PollResponse> Poll(const std::string& address, const v1::PollRequest& request,
                                         int64_t timeout_ms) override;
   void PollAsync(const std::string& address, const v1::PollRequest& request, int64_t timeout_ms,
@@ -96,6 +109,7 @@ class GrpcAgentLink final : public AgentLink {
   v1::Agent::Stub* StubFor(const std::string& address, const std::string& machine);
 
   const pki::Credential self_;
+  std::function<bool()> may_command_;
   std::mutex mu_;
   std::condition_variable idle_;
   absl::flat_hash_map<std::pair<std::string, std::string>, std::unique_ptr<v1::Agent::Stub>> stubs_;

@@ -79,11 +79,12 @@ struct Api {
 };
 
 absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, Forwarder* forwarder,
-                             const std::string& store_name) {
+                             const std::string& store_name, std::function<void()> read_barrier = nullptr) {
   Api api;
   api.limiter = std::make_unique<RateLimiter>(
       RealClock::Get(), RateLimiter::Options{.per_second = options.user_rate, .burst = 2 * options.user_rate});
   api.service = std::make_unique<HerdService>(core, api.limiter.get(), forwarder);
+  api.service->SetReadBarrier(std::move(read_barrier));
   auto server = rpc::StartServer(options.listen, {api.service.get()}, *options.core.credential, &api.bound);
   if (!server.ok()) return server.status();
   api.server = std::move(*server);
@@ -246,7 +247,19 @@ int RunReplica(ServerOptions options) {
       *options.core.credential, options.listen,
       [etcd, lease_key] { return store::etcd::LeaderLease::Holder(etcd, lease_key); },
       [c = core->get()] { return c->leading(); });
-  absl::StatusOr<Api> api = StartApi(options, core->get(), &forwarder, store_name);
+  // Reads as of the log's head now (one quorum read from etcd). If etcd
+  // cannot say within a second (this replica is cut off from it), reads are
+  // answered from what it has, stamped with its revision, without asking
+  // again for 5 s: a partitioned follower stays readable and fast.
+  std::atomic<int64_t> barrier_failed_ns{0};
+  absl::StatusOr<Api> api = StartApi(options, core->get(), &forwarder, store_name, [&] {
+    const int64_t now = absl::GetCurrentTimeNanos();
+    if (now - barrier_failed_ns.load() < absl::ToInt64Nanoseconds(absl::Seconds(5))) return;
+    absl::StatusOr<store::etcd::EtcdLogStore::Head> head = (*reader)->ReadHead(absl::Now() + absl::Seconds(1));
+    if (!head.ok() || !(*core)->committer().WaitApplied(head->revision, absl::Seconds(1))) {
+      barrier_failed_ns.store(now);
+    }
+  });
   if (!api.ok()) {
     HERD_LOG_ERROR("{}", api.status().message());
     return 1;
@@ -311,6 +324,7 @@ int RunReplica(ServerOptions options) {
     return 1;
   }
   GrpcAgentLink link(*options.core.credential);
+  link.SetMayCommand([l = lease->get()] { return l->held(); });
   // No disk reserve check: the disk is etcd's, which has its own quota.
   if (absl::Status st = (*core)->Promote(writer->get(), &link); !st.ok()) {
     HERD_LOG_ERROR("taking over failed: {}", st.ToString());

@@ -190,12 +190,12 @@ absl::StatusOr<pb::RangeResponse> Client::Range(const pb::RangeRequest& req) {
   return resp;
 }
 
-absl::StatusOr<pb::TxnResponse> Client::Txn(const pb::TxnRequest& req) {
+absl::StatusOr<pb::TxnResponse> Client::Txn(const pb::TxnRequest& req, absl::Time deadline) {
   pb::TxnResponse resp;
   absl::Status s = Attempt([&](Conn& c, grpc::ClientContext& ctx) {
     resp.Clear();
     return c.kv->Txn(&ctx, req, &resp);
-  });
+  }, deadline);
   if (!s.ok()) return s;
   return resp;
 }

@@ -63,7 +63,8 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   absl::StatusOr<pb::RangeResponse> Range(const pb::RangeRequest& req);
-  absl::StatusOr<pb::TxnResponse> Txn(const pb::TxnRequest& req);
+  // (Gives up at `deadline` if that comes before the client's call timeout.)
+  absl::StatusOr<pb::TxnResponse> Txn(const pb::TxnRequest& req, absl::Time deadline = absl::InfiniteFuture());
   absl::StatusOr<pb::PutResponse> Put(const pb::PutRequest& req);
   // Compacts etcd's own history (MVCC revisions) up to `revision`.
   absl::Status Compact(int64_t revision);

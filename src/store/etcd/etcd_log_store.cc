@@ -188,11 +188,12 @@ struct EtcdLogStore::Impl {
   }
 
   // head and first in one read; also the etcd revision they were read at.
-  absl::Status ReadHeadFirst(int64_t* head, int64_t* first, int64_t* etcd_rev) {
+  absl::Status ReadHeadFirst(int64_t* head, int64_t* first, int64_t* etcd_rev,
+                             absl::Time deadline = absl::InfiniteFuture()) {
     pb::TxnRequest txn;
     AddGet(txn.mutable_success(), HeadKey());
     AddGet(txn.mutable_success(), FirstKey());
-    auto r = client->Txn(txn);
+    auto r = client->Txn(txn, deadline);
     if (!r.ok()) return r.status();
     *head = 0;
     *first = 0;
@@ -365,10 +366,10 @@ absl::Status EtcdLogStore::Append(absl::Span<const v1::Mutation> mutations) {
       absl::StrCat("append out of order: revision ", prev + 1, ", expected ", head + 1));
 }
 
-absl::StatusOr<EtcdLogStore::Head> EtcdLogStore::ReadHead() {
+absl::StatusOr<EtcdLogStore::Head> EtcdLogStore::ReadHead(absl::Time deadline) {
   Head h;
   int64_t first = 0;
-  if (auto s = impl_->ReadHeadFirst(&h.revision, &first, &h.etcd_revision); !s.ok()) return s;
+  if (auto s = impl_->ReadHeadFirst(&h.revision, &first, &h.etcd_revision, deadline); !s.ok()) return s;
   return h;
 }
 

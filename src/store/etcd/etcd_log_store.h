@@ -88,7 +88,8 @@ class EtcdLogStore final : public LogStore {
     int64_t revision = 0;
     int64_t etcd_revision = 0;
   };
-  absl::StatusOr<Head> ReadHead();
+  // (A quorum read; gives up at `deadline`.)
+  absl::StatusOr<Head> ReadHead(absl::Time deadline = absl::InfiniteFuture());
   // Blocks until head moves past `head.revision` or `timeout` passes; the new
   // head (unchanged on timeout).
   absl::StatusOr<Head> WaitForAppend(const Head& head, absl::Duration timeout);
