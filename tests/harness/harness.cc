@@ -627,8 +627,12 @@ std::map<int, int64_t> Cell::WaitRunning(const std::string& job, int n, Ms timeo
 
 int Cell::LeaderIndex() const {
   for (size_t i = 0; i < replicas_.size(); ++i) {
-    if (replicas_[i].child == nullptr) continue;
-    auto info = HerdJson<v1::CellInfo>({"--master", replicas_[i].address, "cell"});
+    Child* c = replicas_[i].child.get();
+    if (c == nullptr || !c->Running()) continue;
+    // Briefly: a replica cut off by a partition does not answer at all.
+    RunResult r = Herd({"--master", replicas_[i].address, "cell", "--json"}, 3s);
+    if (r.exit_code != 0) continue;
+    auto info = ParseJsonAs<v1::CellInfo>(r.out);
     if (info.ok() && info->role() == "leader" && info->replica() == replicas_[i].address) return static_cast<int>(i);
   }
   return -1;
