@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "master/core/admission/audit.h"
 #include "master/server/grpc_api.h"
+#include "master/server/read_barrier.h"
 #include "rpc/rpc.h"
 #include "master/core/recovery.h"
 #include "store/etcd/etcd_client.h"
@@ -247,19 +248,18 @@ int RunReplica(ServerOptions options) {
       *options.core.credential, options.listen,
       [etcd, lease_key] { return store::etcd::LeaderLease::Holder(etcd, lease_key); },
       [c = core->get()] { return c->leading(); });
-  // Reads as of the log's head now (one quorum read from etcd). If etcd
-  // cannot say within a second (this replica is cut off from it), reads are
-  // answered from what it has, stamped with its revision, without asking
-  // again for 5 s: a partitioned follower stays readable and fast.
-  std::atomic<int64_t> barrier_failed_ns{0};
-  absl::StatusOr<Api> api = StartApi(options, core->get(), &forwarder, store_name, [&] {
-    const int64_t now = absl::GetCurrentTimeNanos();
-    if (now - barrier_failed_ns.load() < absl::ToInt64Nanoseconds(absl::Seconds(5))) return;
-    absl::StatusOr<store::etcd::EtcdLogStore::Head> head = (*reader)->ReadHead(absl::Now() + absl::Seconds(1));
-    if (!head.ok() || !(*core)->committer().WaitApplied(head->revision, absl::Seconds(1))) {
-      barrier_failed_ns.store(now);
-    }
-  });
+  // Reads as of the log's head (read_barrier.h): one quorum read from etcd
+  // per round, shared by the reads that arrive meanwhile; if etcd cannot say
+  // within a second, reads are answered from what this replica has.
+  ReadBarrier barrier(
+      [&]() -> absl::StatusOr<int64_t> {
+        auto head = (*reader)->ReadHead(absl::Now() + absl::Seconds(1));
+        if (!head.ok()) return head.status();
+        return head->revision;
+      },
+      [&](int64_t revision) { return (*core)->committer().WaitApplied(revision, absl::Seconds(1)); });
+  absl::StatusOr<Api> api =
+      StartApi(options, core->get(), &forwarder, store_name, [&barrier] { (void)barrier.Wait(); });
   if (!api.ok()) {
     HERD_LOG_ERROR("{}", api.status().message());
     return 1;
