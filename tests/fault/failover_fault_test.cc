@@ -60,6 +60,7 @@ class FailoverFault : public ::testing::Test {
     Supervise();
     ASSERT_TRUE(Eventually([&] { return cell_.LeaderIndex() >= 0; }, 60s)) << cell_.LogTails();
     const std::vector<std::string> acked = writes_.acked();
+    for (const std::string& f : writes_.failures()) std::printf("not acknowledged: %s\n", f.c_str());
     const int lost = fault::CountLost(cell_, acked);
     // Every acknowledged job is placed and runs.
     for (const std::string& j : acked) WaitRunning("alice/" + j, 1);

@@ -62,7 +62,11 @@ class WriteStream {
         harness::RunResult r = cell_->Herd({"submit", cell_->dir().Sub(name + ".yaml")}, 10s);
         std::unique_lock l(mu_);
         ++attempts_;
-        if (r.exit_code == 0) acked_.push_back(name);
+        if (r.exit_code == 0) {
+          acked_.push_back(name);
+        } else if (failures_.size() < 8) {
+          failures_.push_back(name + ": " + r.Describe());  // what a refused or failed submit said
+        }
         if (stop_cv_.wait_until(l, next, [this] { return stop_; })) return;
       }
     });
@@ -98,6 +102,11 @@ class WriteStream {
     std::lock_guard l(mu_);
     return acked_;
   }
+  // The first few submits that were not acknowledged, and why.
+  std::vector<std::string> failures() {
+    std::lock_guard l(mu_);
+    return failures_;
+  }
 
  private:
   const harness::Cell* const cell_;
@@ -108,6 +117,7 @@ class WriteStream {
   bool stop_ = false;
   int attempts_ = 0;
   std::vector<std::string> acked_;
+  std::vector<std::string> failures_;
   std::mt19937 rng_{std::random_device{}()};
 };
 

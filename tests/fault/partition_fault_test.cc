@@ -280,6 +280,7 @@ class PartitionFault : public ::testing::Test {
     Supervise();
     ASSERT_GE(WaitLeader(), 0);
     const std::vector<std::string> acked = writes_.acked();
+    for (const std::string& f : writes_.failures()) std::printf("not acknowledged: %s\n", f.c_str());
     const int lost = fault::CountLost(cell_, acked);
     // Every job is placed and runs.
     std::map<std::string, int> all = expected_;
