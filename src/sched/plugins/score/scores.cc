@@ -152,9 +152,16 @@ double LocalityScore::Score(const PassContext&, const TaskClass& cls, const Mach
 
 double PriorityMixScore::Score(const PassContext&, const TaskClass& cls, const MachineView& m,
                                const Preemption*) const {
-  int64_t total = m.prod_cpu + m.nonprod_cpu;
-  if (total <= 0) return 50.0;
-  return 100.0 * static_cast<double>(cls.prod ? m.nonprod_cpu : m.prod_cpu) / static_cast<double>(total);
+  // The other kind's share of the machine's CPU capacity: a bonus for
+  // mixing, never a reason to open an empty machine. (It was the other
+  // kind's share of the CPU in use, 50 on an empty machine: that made an
+  // empty machine beat one holding only the same kind, spreading
+  // single-kind workloads -- 64% more machines on openb multigpu30 with
+  // best fit; issue #13.)
+  const int64_t cap = m.machine->capacity().cpu_millis;
+  if (cap <= 0) return 0.0;
+  return 100.0 * std::clamp(static_cast<double>(cls.prod ? m.nonprod_cpu : m.prod_cpu) / static_cast<double>(cap),
+                            0.0, 1.0);
 }
 
 double SoftConstraintScore::Score(const PassContext&, const TaskClass& cls, const MachineView& m,

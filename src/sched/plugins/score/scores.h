@@ -70,7 +70,8 @@ class LocalityScore final : public ScorePlugin {
 
 // Mixes high and low priority on a machine, so production work can expand
 // into batch's room in a load spike (Borg §3.2): prefers machines where the
-// other kind holds more of the CPU.
+// other kind holds more of the CPU (as a share of the machine's CPU, so an
+// empty machine scores as one holding only the same kind: 0).
 class PriorityMixScore final : public ScorePlugin {
  public:
   absl::string_view Name() const override { return "priority-mix"; }

@@ -168,6 +168,12 @@ TEST_F(ScoresTest, LocalityMixAndSoftConstraints) {
   TaskClass plain = Class(JobBuilder("y").Build());
   EXPECT_EQ(S(loc, plain, "cold"), 100.0);  // neutral without packages
   EXPECT_EQ(S(soft, plain, "cold"), 100.0);
+  // An empty machine is no better than one holding only the same kind: the
+  // score must not spread a single-kind workload over empty machines.
+  Apply(Register(MachineBuilder("empty").Build()));
+  TaskClass prod = Class(JobBuilder("z").Priority(200).Build());
+  EXPECT_EQ(S(mix, prod, "empty"), S(mix, prod, "cached"));
+  EXPECT_GT(S(mix, prod, "cold"), S(mix, prod, "empty"));
 }
 
 }  // namespace
