@@ -3,6 +3,7 @@
 # `herd sim compaction` on the real traces we have, one scheduler factor at a
 # time, and prints one line per run:
 #   RESULT <workload>.<config>.machines_p90=N   (and _min, _max, _s = wall seconds)
+#   RESULT <workload>.<config>.lower_bound=N    (capacity bound: no packing needs fewer)
 # The reference is a plain full-scan best fit: score = mean of CPU and memory
 # utilisation after the placement (the same order as free CPU + free memory,
 # normalised), every feasible machine scored, no other score, no cached score.
@@ -62,6 +63,7 @@ run() {  # run WORKLOAD CONFIG FLAGS...
     v=$(echo "$out" | sed -n "s/^RESULT machines_$k=//p")
     echo "RESULT $wl.$cfg.machines_$k=${v:-nan}"
   done
+  echo "RESULT $wl.$cfg.lower_bound=$(echo "$out" | sed -n 's/^RESULT lower_bound_max=//p')"
   echo "RESULT $wl.$cfg.machines_s=$(echo "$t1 - $t0" | bc | xargs printf '%.1f')"
   echo "# $wl $cfg: herd sim compaction $(source_flags "$wl") --seeds $SEEDS $EXTRA $*"
 }
