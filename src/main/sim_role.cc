@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/priority.h"
 #include "cell/checkpoint_codec.h"
 #include "sim/core/driver.h"
 #include "sim/core/questions.h"
@@ -66,16 +67,41 @@ struct ExperimentFlags {
   double picky = 0.002;
   std::string out;
   bool json = false;
+  // Ablations of the scheduler (issue #13) and the workload's bands.
+  int sample = -1;  // enough_feasible; 0 = score every feasible machine
+  int fullest = -1;  // fullest_candidates
+  bool no_equiv = false, no_cache = false;
+  double small_change = -1;
+  double spread = -1, priority_mix = -1;
+  double shape = 0;
+  std::string only = "all";
 };
 
 void AddExperimentFlags(CLI::App* cmd, ExperimentFlags* e) {
-  cmd->add_option("--policy", e->policy, "Scoring policy: worst, best or hybrid")->capture_default_str();
+  cmd->add_option("--policy", e->policy, "Scoring policy: worst, best, hybrid or pack")->capture_default_str();
   cmd->add_option("--order", e->order, "Queue order within a priority: round-robin or drf")->capture_default_str();
   cmd->add_option("--seeds", e->seeds, "Random removal orders tried")->capture_default_str();
   cmd->add_option("--parallel", e->parallel, "Seeds run at once (processes)")->capture_default_str();
   cmd->add_option("--picky", e->picky, "Share of tasks allowed to stay pending")->capture_default_str();
   cmd->add_option("--out", e->out, "Write the table (txt, csv, json) and charts (svg) here");
   cmd->add_flag("--json", e->json, "Print the table as JSON instead of text");
+  cmd->add_option("--only", e->only, "Only these jobs: prod (production and monitoring bands), non-prod or all")
+      ->capture_default_str();
+  cmd->add_option("--sample", e->sample,
+                  "Relaxed randomization: feasible machines sought per class before picking (default 48); 0 scores "
+                  "every feasible machine");
+  cmd->add_option("--fullest", e->fullest,
+                  "Each class also examines the cell's fullest machines until this many fit (0 = off)");
+  cmd->add_flag("--no-equiv", e->no_equiv, "Without equivalence classes (each task scored on its own)");
+  cmd->add_flag("--no-cache", e->no_cache, "Without score caching (every candidate rescored for every task)");
+  cmd->add_option("--small-change", e->small_change,
+                  "Cached scores are kept while a machine's free CPU and memory moved less than this share of it "
+                  "(default 0.02)");
+  cmd->add_option("--spread", e->spread, "Weight of the spread score (default 0.5; 0 = off)");
+  cmd->add_option("--priority-mix", e->priority_mix, "Weight of the priority-mix score (default 0.2; 0 = off)");
+  cmd->add_option("--shape", e->shape,
+                  "Hybrid's stranding term: the typical task's CPU per memory, as shares of capacity (default: the "
+                  "workload's)");
 }
 
 absl::StatusOr<sim::CompactionOptions> Options(const ExperimentFlags& e) {
@@ -91,6 +117,22 @@ absl::StatusOr<sim::CompactionOptions> Options(const ExperimentFlags& e) {
   o.seeds = e.seeds;
   o.parallel = std::max(1, e.parallel);
   o.picky = e.picky;
+  if (e.sample == 0) {
+    o.scheduler.relaxed_randomization = false;
+  } else if (e.sample > 0) {
+    o.scheduler.enough_feasible = e.sample;
+  }
+  if (e.fullest >= 0) o.scheduler.fullest_candidates = e.fullest;
+  o.scheduler.equivalence_classes = !e.no_equiv;
+  o.scheduler.score_cache = !e.no_cache;
+  if (e.small_change >= 0) o.scheduler.small_change = e.small_change;
+  if (e.spread >= 0) o.scheduler.weights.spread = e.spread;
+  if (e.priority_mix >= 0) o.scheduler.weights.priority_mix = e.priority_mix;
+  if (e.shape < 0) return absl::InvalidArgumentError("--shape must be positive (or 0 for the workload's)");
+  o.scheduler.stranding_shape = e.shape;
+  if (e.only != "all" && e.only != "prod" && e.only != "non-prod") {
+    return absl::InvalidArgumentError("--only is prod, non-prod or all");
+  }
   return o;
 }
 
@@ -136,6 +178,11 @@ void AddExperiment(CLI::App* sim, const std::string& name, const std::string& he
     if (!w.ok()) {
       rc = Fail(w.status());
       return;
+    }
+    if (ex->only != "all") {
+      const bool prod = ex->only == "prod";
+      std::erase_if(w->jobs, [prod](const v1::JobSpec& j) { return IsProd(j.priority()) != prod; });
+      absl::StrAppend(&w->name, "; only ", ex->only, ": ", w->jobs.size(), " jobs, ", w->tasks(), " tasks");
     }
     std::fprintf(stderr, "workload: %s\n", w->name.c_str());
     auto f = run(*w, *o);

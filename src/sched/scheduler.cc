@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <set>
 
 #include "absl/container/flat_hash_map.h"
 #include "base/priority.h"
@@ -57,6 +58,13 @@ class PassRunner {
   // Examines machines in the pass's order until `enough` more feasible ones
   // joined the class's candidates (all machines without relaxed randomization).
   void Scan(ClassState& cs, size_t enough);
+  // Checks machine `idx` for the class; if it fits, scores it into the heap.
+  bool Consider(ClassState& cs, int32_t idx);
+  // Fullest candidates: the machines the pass has packed most, examined by
+  // each new class beside its random sample (Options::fullest_candidates).
+  float Fullness(const MachineView& m) const;
+  void UpdateFullness(const MachineView& m);
+  void SeedFullest(ClassState& cs);
   std::optional<int32_t> Pick(ClassState& cs);
   std::optional<int32_t> PickPreempting(ClassState& cs, Preemption* chosen);
   void Commit(ClassState& cs, const cell::Task* t, int32_t machine, const Preemption* p);
@@ -69,6 +77,8 @@ class PassRunner {
   PassResult& out_;
   Rng rng_;
   std::vector<int32_t> order_;  // machine examination order
+  std::set<std::pair<float, int32_t>> fullest_;  // (-fullness, machine): fullest first
+  std::vector<float> fullness_;                  // per machine, its key in fullest_
   absl::flat_hash_map<ClassKey, std::unique_ptr<ClassState>> classes_;
   std::vector<ClassState*> class_list_;  // creation order (deterministic)
   ClassState* last_class_ = nullptr;
@@ -93,6 +103,7 @@ ClassState& PassRunner::ClassFor(const cell::Task* t) {
     if (opt_.score_cache && shared) {
       if (!StillFails(cs)) SeedFromCache(cs);
     }
+    if (!cs.failed && cs.heap.empty() && !fullest_.empty()) SeedFullest(cs);
   }
   last_class_ = it->second.get();
   return *it->second;
@@ -192,18 +203,56 @@ void PassRunner::Scan(ClassState& cs, size_t enough) {
     ++cs.scan_next;
     const int32_t idx = opt_.relaxed_randomization ? order_[pos] : static_cast<int32_t>(pos);
     if (!cs.in_heap.empty() && cs.in_heap[idx]) continue;
-    ++out_.machines_evaluated;
-    const MachineView& m = ctx_.views()[idx];
-    if (!EvalStatic(cs, m).ok()) continue;
-    FilterResult r = EvalDynamic(cs, m);
-    if (!r.ok()) {
-      if (IsResourceShortfall(r.code)) cs.short_of.push_back(idx);
-      continue;
-    }
-    Push(cs, m, static_cast<float>(Score(cs, m, nullptr)));
-    ++found;
+    found += Consider(cs, idx);
   }
   if (cs.scan_next >= n) cs.scan_done = true;
+}
+
+bool PassRunner::Consider(ClassState& cs, int32_t idx) {
+  ++out_.machines_evaluated;
+  const MachineView& m = ctx_.views()[idx];
+  if (!EvalStatic(cs, m).ok()) return false;
+  FilterResult r = EvalDynamic(cs, m);
+  if (!r.ok()) {
+    if (IsResourceShortfall(r.code)) cs.short_of.push_back(idx);
+    return false;
+  }
+  Push(cs, m, static_cast<float>(Score(cs, m, nullptr)));
+  return true;
+}
+
+float PassRunner::Fullness(const MachineView& m) const {
+  const ResourceVector& cap = m.machine->capacity();
+  auto used = [](int64_t free, int64_t c) {
+    return c <= 0 ? 1.0 : 1.0 - static_cast<double>(free) / static_cast<double>(c);
+  };
+  return static_cast<float>(
+      (used(m.free_prod.cpu_millis, cap.cpu_millis) + used(m.free_prod.memory_bytes, cap.memory_bytes)) / 2);
+}
+
+void PassRunner::UpdateFullness(const MachineView& m) {
+  if (fullness_.empty()) return;
+  fullest_.erase({-fullness_[m.index], m.index});
+  fullness_[m.index] = Fullness(m);
+  fullest_.insert({-fullness_[m.index], m.index});
+}
+
+void PassRunner::SeedFullest(ClassState& cs) {
+  const size_t want = static_cast<size_t>(opt_.fullest_candidates);
+  // Bounded: in a full cell the fullest machines fit nothing.
+  const size_t limit = 8 * want;
+  cs.in_heap.assign(ctx_.views().size(), false);
+  size_t found = 0, examined = 0;
+  for (const auto& [key, idx] : fullest_) {
+    if (found >= want || examined >= limit) break;
+    ++examined;
+    if (Consider(cs, idx)) {
+      cs.in_heap[idx] = true;
+      ++found;
+    }
+  }
+  // And the random sample, as without them (the scan skips those above).
+  Scan(cs, static_cast<size_t>(std::max(1, opt_.enough_feasible)));
 }
 
 std::optional<int32_t> PassRunner::Pick(ClassState& cs) {
@@ -319,6 +368,7 @@ void PassRunner::Commit(ClassState& cs, const cell::Task* t, int32_t machine, co
   (cs.cls.prod ? m.prod_cpu : m.nonprod_cpu) += t->resources().cpu_millis;
   m.min_priority = std::min(m.min_priority, t->priority());
   ++m.version;
+  UpdateFullness(m);
   ctx_.Count(t->job(), m, +1);
   out_.proposals.push_back(std::move(prop));
 }
@@ -328,6 +378,13 @@ void PassRunner::Run() {
   order_.resize(n);
   std::iota(order_.begin(), order_.end(), 0);
   if (opt_.relaxed_randomization) std::shuffle(order_.begin(), order_.end(), rng_.engine());
+  if (opt_.relaxed_randomization && opt_.fullest_candidates > 0) {
+    fullness_.resize(n);
+    for (const MachineView& m : ctx_.views()) {
+      fullness_[m.index] = Fullness(m);
+      if (m.up) fullest_.insert({-fullness_[m.index], m.index});
+    }
+  }
 
   PendingQueue queue(ctx_.state(), opt_.order, s_.passes_);
   while (const cell::Task* t = queue.Next()) {

@@ -246,6 +246,32 @@ TEST(Scheduler, RelaxedRandomizationExaminesFewerMachines) {
   EXPECT_LT(a.machines_evaluated * 3, b.machines_evaluated);
 }
 
+TEST(Scheduler, FullestCandidatesShowBestFitWhereThePassPacked) {
+  // 200 machines, one of them half full; every class samples one random
+  // feasible machine. With the fullest machines examined too, best fit finds
+  // the half-full one for every new job; without them, only by luck.
+  auto run = [](int32_t fullest) {
+    cell::CellState s;
+    AddMachines(s, 200);
+    EXPECT_TRUE(s.Apply(Submit(JobBuilder("filler").Cpu(1000).Memory(1LL << 30).Build())).ok());
+    EXPECT_TRUE(s.Apply(Schedule("alice/filler", 0, "m17")).ok());
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_TRUE(s.Apply(Submit(JobBuilder("j" + std::to_string(j)).Cpu(200).Memory(200LL << 20).Build())).ok());
+    }
+    Options o = Plain();
+    o.enough_feasible = 1;
+    o.fullest_candidates = fullest;
+    Scheduler sched(o);
+    PassResult r = sched.RunPass(s);
+    int on_m17 = 0;
+    for (const auto& p : r.proposals) on_m17 += p.machine() == "m17";
+    EXPECT_EQ(r.unplaced, 0);
+    return on_m17;
+  };
+  EXPECT_EQ(run(1), 4);
+  EXPECT_LT(run(0), 4);
+}
+
 TEST(Scheduler, ScoreCacheComputesFewerScores) {
   cell::CellState s;
   AddMachines(s, 100, 16'000, 16LL << 30);

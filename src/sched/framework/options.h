@@ -19,6 +19,10 @@ enum class PackingPolicy {
               // that leaves one resource unusable for the cell's typical task
               // shape (Borg §3.2: a hybrid "that tries to reduce the amount of
               // stranded resources")
+  kPack,      // best fit over every resource the machine has (GPUs included)
+              // plus the stranding term, plus, where tasks ask for extended
+              // resources (GPUs), the growth of their expected fragmentation
+              // for the pending tasks' shapes (FGD, Weng et al. ATC '23)
 };
 absl::StatusOr<PackingPolicy> ParsePackingPolicy(absl::string_view name);
 absl::string_view PackingPolicyName(PackingPolicy p);
@@ -55,9 +59,18 @@ struct Options {
   // With relaxed randomization: how many feasible machines to find before
   // picking the best of them (more are sought when those fill up).
   int32_t enough_feasible = 48;
+  // With relaxed randomization: a new class also examines the cell's fullest
+  // machines (mean CPU and memory utilisation, as the pass sees them) until
+  // this many of them fit, so a packing score sees where the pass has been
+  // packing and not only its random sample (0 = only the random sample).
+  int32_t fullest_candidates = 0;
   // A machine's cached score is kept while its free CPU and memory moved by
   // less than this fraction of its capacity ("ignoring small changes").
   double small_change = 0.02;
+  // The hybrid's stranding term: the typical task's CPU per memory (both as
+  // fractions of capacity). 0: the pass's demand (allocated + pending) over
+  // the cell's capacity.
+  double stranding_shape = 0;
 
   // Stop after this many tasks considered in one pass (0 = no limit).
   int64_t max_tasks_per_pass = 0;

@@ -1,6 +1,8 @@
 #include "sched/framework/pass_context.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "base/priority.h"
 #include "cell/constraints.h"
@@ -35,15 +37,40 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
   values_.emplace_back();
   for (const std::string& d : options.spread_domains) spread_.push_back(DomainIndex(d));
   const cell::Job* last = nullptr;
+  std::map<std::tuple<int64_t, int64_t, std::vector<std::pair<std::string, int64_t>>>, int64_t> ext;
+  int64_t ext_tasks = 0;
   for (const cell::Task* t : state.pending()) {
     req_cpu += static_cast<double>(t->resources().cpu_millis);
     req_mem += static_cast<double>(t->resources().memory_bytes);
+    if (!t->resources().extended.empty()) {
+      ++ext[{t->resources().cpu_millis, t->resources().memory_bytes, t->resources().extended}];
+      ++ext_tasks;
+    }
     if (t->job() == last) continue;
     last = t->job();
     for (const auto& [attr, n] : t->job()->spec.max_per_domain()) DomainIndex(attr);
   }
   if (cap_cpu > 0 && cap_mem > 0 && req_mem > 0 && req_cpu > 0) {
     shape_ = (req_cpu / cap_cpu) / (req_mem / cap_mem);
+  }
+  if (options.stranding_shape > 0) shape_ = options.stranding_shape;
+  if (ext_tasks > 0) {
+    std::vector<std::pair<int64_t, ResourceVector>> by_count;
+    for (const auto& [k, n] : ext) {
+      ResourceVector r;
+      r.cpu_millis = std::get<0>(k);
+      r.memory_bytes = std::get<1>(k);
+      r.extended = std::get<2>(k);
+      by_count.push_back({n, std::move(r)});
+    }
+    // Most common first; ties by the smaller CPU, for determinism.
+    std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (by_count.size() > kMaxExtendedShapes) by_count.resize(kMaxExtendedShapes);
+    int64_t kept = 0;
+    for (const auto& [n, r] : by_count) kept += n;
+    for (auto& [n, r] : by_count) {
+      extended_shapes_.push_back({std::move(r), static_cast<double>(n) / static_cast<double>(kept)});
+    }
   }
   for (MachineView& v : views_) v.domain.assign(domains_.size(), -1);
   for (size_t d = 0; d < domains_.size(); ++d) FillDomain(static_cast<int>(d));

@@ -91,6 +91,16 @@ class PassContext {
   // notion of a typical task shape), normalised by capacity.
   double shape_cpu_per_mem() const { return shape_; }
 
+  // The most common shapes of pending tasks that ask for extended resources
+  // (GPUs), with their share of those tasks: the workload whose expected
+  // fragmentation the pack policy keeps low (FGD). Empty when none asks.
+  struct ExtendedShape {
+    ResourceVector need;
+    double share = 0;
+  };
+  const std::vector<ExtendedShape>& extended_shapes() const { return extended_shapes_; }
+  static constexpr size_t kMaxExtendedShapes = 16;
+
 
   absl::flat_hash_set<const cell::Task*>& evicted() { return evicted_; }
 
@@ -108,6 +118,7 @@ class PassContext {
   mutable absl::flat_hash_map<const cell::Job*, JobPlacements> jobs_;
   absl::flat_hash_set<const cell::Task*> evicted_;
   double shape_ = 1.0;
+  std::vector<ExtendedShape> extended_shapes_;
 };
 
 inline uint64_t DomainKey(int domain, int32_t value) {

@@ -10,7 +10,8 @@ absl::StatusOr<PackingPolicy> ParsePackingPolicy(absl::string_view name) {
   if (name == "best" || name == "best-fit") return PackingPolicy::kBestFit;
   if (name == "worst" || name == "worst-fit" || name == "epvm" || name == "e-pvm") return PackingPolicy::kWorstFit;
   if (name == "hybrid") return PackingPolicy::kHybrid;
-  return absl::InvalidArgumentError(absl::StrCat("unknown packing policy '", name, "' (worst, best, hybrid)"));
+  if (name == "pack") return PackingPolicy::kPack;
+  return absl::InvalidArgumentError(absl::StrCat("unknown packing policy '", name, "' (worst, best, hybrid, pack)"));
 }
 
 absl::string_view PackingPolicyName(PackingPolicy p) {
@@ -21,6 +22,8 @@ absl::string_view PackingPolicyName(PackingPolicy p) {
       return "best-fit";
     case PackingPolicy::kHybrid:
       return "hybrid";
+    case PackingPolicy::kPack:
+      return "pack";
   }
   return "?";
 }

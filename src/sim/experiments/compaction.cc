@@ -152,8 +152,9 @@ absl::StatusOr<CompactionResult> Compact(const SimWorkload& w, const CompactionO
     std::vector<int32_t> order = RemovalOrder(w.machines.size(), o.first_seed + static_cast<uint64_t>(i));
     int64_t pending = 0, checks = 1;
     const int n = static_cast<int>(order.size());
-    if (!FitsOn(w, order, n, o, &pending)) return absl::StrCat(n, " ", checks, " nofit");
-    int lo = std::min(n, LowerBound(w, order, o.picky, o.use_reservations)), hi = n;
+    const int bound = std::min(n, LowerBound(w, order, o.picky, o.use_reservations));
+    if (!FitsOn(w, order, n, o, &pending)) return absl::StrCat(n, " ", checks, " nofit ", bound);
+    int lo = bound, hi = n;
     while (lo < hi) {
       int mid = lo + (hi - lo) / 2;
       ++checks;
@@ -163,17 +164,20 @@ absl::StatusOr<CompactionResult> Compact(const SimWorkload& w, const CompactionO
         lo = mid + 1;
       }
     }
-    return absl::StrCat(hi, " ", checks, " ok");
+    return absl::StrCat(hi, " ", checks, " ok ", bound);
   });
   if (!outs.ok()) return outs.status();
   for (const std::string& line : *outs) {
     std::vector<std::string> f = absl::StrSplit(line, ' ');
     int needed = 0;
     int64_t checks = 0;
-    if (f.size() != 3 || !absl::SimpleAtoi(f[0], &needed) || !absl::SimpleAtoi(f[1], &checks)) {
+    int bound = 0;
+    if (f.size() != 4 || !absl::SimpleAtoi(f[0], &needed) || !absl::SimpleAtoi(f[1], &checks) ||
+        !absl::SimpleAtoi(f[3], &bound)) {
       return absl::InternalError(absl::StrCat("bad result from a compaction run: '", line, "'"));
     }
     res.needed.push_back(needed);
+    res.lower_bound.push_back(bound);
     res.checks += checks;
     if (f[2] == "nofit") res.fits_original = false;
   }

@@ -42,6 +42,7 @@ struct CompactionOptions {
 struct CompactionResult {
   int original = 0;          // machines in the workload's cell
   std::vector<int> needed;   // fewest machines found, per seed
+  std::vector<int> lower_bound;  // per seed: fewest leading machines whose capacity holds the requests
   bool fits_original = true;  // the workload fits the whole cell at all
   int64_t tasks = 0;
   int64_t checks = 0;  // from-scratch schedules run

@@ -152,6 +152,11 @@ absl::StatusOr<Figure> RunCompaction(const SimWorkload& w, const CompactionOptio
                {"percent_p90", r.Percent(r.P90())},
                {"fits_original", r.fits_original ? 1 : 0},
                {"checks", static_cast<double>(r.checks)},
+               // The capacity bound (requests over the leading machines' capacity), the
+               // largest over seeds: no packing can need fewer machines.
+               {"lower_bound_max", r.lower_bound.empty()
+                                        ? 0.0
+                                        : *std::max_element(r.lower_bound.begin(), r.lower_bound.end())},
                {"wall_s", r.wall_s}};
   f.notes = SeedsNote(o);
   if (!r.fits_original) f.notes += "; the workload does not fit even the whole cell";

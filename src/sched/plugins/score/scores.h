@@ -15,7 +15,10 @@ namespace herd::sched {
 //  hybrid    -- E-PVM's cost plus the capacity the placement would strand:
 //    free CPU that a task of the cell's typical CPU:memory shape could not use
 //    for lack of memory, or the reverse (Borg §3.2: "reduce the amount of
-//    stranded resources"). See docs/scheduler.md for how the three compare.
+//    stranded resources"). See docs/scheduler.md for how the three compare;
+//  pack      -- best fit over every resource the machine has plus the
+//    stranding term plus, for extended resources (GPUs), the growth of the
+//    expected fragmentation for the pending tasks' shapes (FGD).
 class PackingScore final : public ScorePlugin {
  public:
   explicit PackingScore(PackingPolicy policy) : policy_(policy) {}
@@ -28,6 +31,14 @@ class PackingScore final : public ScorePlugin {
   // Stranded capacity (as a fraction of the machine, CPU + memory) when a
   // machine has these free fractions and tasks have `shape` CPU per memory.
   static double Stranded(double free_cpu, double free_mem, double shape);
+  // The pack policy's expected fragmentation of a machine's free extended
+  // resources (milli-units, e.g. milli-GPUs) for the pass's typical shapes
+  // that ask for them (PassContext::extended_shapes).
+  static double ExtendedFragmentation(const PassContext& ctx, const ResourceVector& free);
+  static constexpr int64_t kDeviceMillis = 1000;  // one device (GPU) in milli-units
+  // The pack policy's weights, relative to best fit's mean utilisation (0-1).
+  static constexpr double kPackStrandWeight = 0.5;
+  static constexpr double kPackFragWeight = 1.0;
 
  private:
   PackingPolicy policy_;
@@ -59,7 +70,8 @@ class LocalityScore final : public ScorePlugin {
 
 // Mixes high and low priority on a machine, so production work can expand
 // into batch's room in a load spike (Borg §3.2): prefers machines where the
-// other kind holds more of the CPU.
+// other kind holds more of the CPU (as a share of the machine's CPU, so an
+// empty machine scores as one holding only the same kind: 0).
 class PriorityMixScore final : public ScorePlugin {
  public:
   absl::string_view Name() const override { return "priority-mix"; }

@@ -61,6 +61,61 @@ TEST_F(ScoresTest, HybridAvoidsStrandingWhereBestFitDoesNot) {
   EXPECT_NEAR(PackingScore::Stranded(0.1, 0.9, 1.0), 0.8, 1e-9);
 }
 
+TEST_F(ScoresTest, PackIsBestFitThatAvoidsStranding) {
+  // Where nothing strands, pack is best fit: the fuller machine wins.
+  Apply(Register(MachineBuilder("empty").Cpu(4000).Memory(4LL << 30).Build()));
+  Apply(Register(MachineBuilder("half").Cpu(4000).Memory(4LL << 30).Build()));
+  Place("filler", 100, 2000, 2LL << 30, "half");
+  // The same scenario as above: best fit strands "lopsided"'s CPU, pack does not.
+  Apply(Register(MachineBuilder("lopsided").Cpu(4000).Memory(4LL << 30).Build()));
+  Apply(Register(MachineBuilder("balanced").Cpu(4000).Memory(4LL << 30).Build()));
+  Place("memhog", 100, 200, 3LL << 30, "lopsided");
+  Place("even", 100, 1200, 1LL << 30, "balanced");
+  TaskClass c = Class(JobBuilder("x").Cpu(100).Memory(900LL << 20).Build());
+  PackingScore best(PackingPolicy::kBestFit), pack(PackingPolicy::kPack), hybrid(PackingPolicy::kHybrid);
+  EXPECT_GT(S(pack, c, "half"), S(pack, c, "empty"));
+  EXPECT_LT(S(hybrid, c, "half"), S(hybrid, c, "empty"));  // E-PVM's cost spreads
+  EXPECT_GT(S(best, c, "lopsided"), S(best, c, "balanced"));
+  EXPECT_LT(S(pack, c, "lopsided"), S(pack, c, "balanced"));
+  EXPECT_GE(S(pack, c, "empty"), 0.0);
+  EXPECT_LE(S(pack, c, "half"), 100.0);
+}
+
+TEST_F(ScoresTest, PackFillsGpuFragmentsRatherThanMakingThem) {
+  // Most pending tasks take one whole GPU. A half-GPU task on "small" (one
+  // free GPU) would leave half a GPU no such task can use; on "big" it fills
+  // the half GPU already broken. Best fit over GPUs alone prefers "small"
+  // (fuller afterwards), FGD prefers "big".
+  Apply(Register(MachineBuilder("big").Cpu(64000).Memory(256LL << 30).Extended("gpu_milli", 8000).Build()));
+  Apply(Register(MachineBuilder("small").Cpu(8000).Memory(32LL << 30).Extended("gpu_milli", 1000).Build()));
+  Apply(Submit(JobBuilder("half").Cpu(800).Memory(3LL << 30).Extended("gpu_milli", 500).Build()));
+  Apply(Schedule("alice/half", 0, "big"));
+  Apply(Submit(JobBuilder("whole").Tasks(10).Cpu(800).Memory(3LL << 30).Extended("gpu_milli", 1000).Build()));
+  TaskClass c = Class(JobBuilder("x").Cpu(800).Memory(3LL << 30).Extended("gpu_milli", 500).Build());
+  ASSERT_EQ(ctx_->extended_shapes().size(), 2u);
+  EXPECT_GT(ctx_->extended_shapes()[0].share, 0.9);  // the whole-GPU tasks
+  ResourceVector free_big = View("big").FreeFor(c), free_small = View("small").FreeFor(c);
+  EXPECT_GT(PackingScore::ExtendedFragmentation(*ctx_, free_big), 0.0);  // the broken half GPU
+  EXPECT_EQ(PackingScore::ExtendedFragmentation(*ctx_, free_small), 0.0);
+  PackingScore pack(PackingPolicy::kPack);
+  EXPECT_GT(S(pack, c, "big"), S(pack, c, "small"));
+}
+
+TEST_F(ScoresTest, PackKeepsGpuMachinesForGpuTasks) {
+  // A CPU-only task would leave the GPU machine (half its GPUs in use, so
+  // fuller: best fit's choice) without the CPU its pending GPU tasks need,
+  // stranding two GPUs: pack sends it to the CPU machine.
+  Apply(Register(MachineBuilder("gpu").Cpu(8000).Memory(32LL << 30).Extended("gpu_milli", 4000).Build()));
+  Apply(Register(MachineBuilder("cpu").Cpu(8000).Memory(32LL << 30).Build()));
+  Apply(Submit(JobBuilder("busy").Cpu(1000).Memory(4LL << 30).Extended("gpu_milli", 2000).Build()));
+  Apply(Schedule("alice/busy", 0, "gpu"));
+  Apply(Submit(JobBuilder("train").Tasks(4).Cpu(4000).Memory(4LL << 30).Extended("gpu_milli", 1000).Build()));
+  TaskClass c = Class(JobBuilder("x").Cpu(6000).Memory(4LL << 30).Build());
+  PackingScore best(PackingPolicy::kBestFit), pack(PackingPolicy::kPack);
+  EXPECT_GT(S(best, c, "gpu"), S(best, c, "cpu"));
+  EXPECT_GT(S(pack, c, "cpu"), S(pack, c, "gpu"));
+}
+
 TEST_F(ScoresTest, SpreadPrefersDomainsWithFewerOfTheJob) {
   Apply(Register(MachineBuilder("a1").Attr("rack", "ra").Build()));
   Apply(Register(MachineBuilder("a2").Attr("rack", "ra").Build()));
@@ -113,6 +168,12 @@ TEST_F(ScoresTest, LocalityMixAndSoftConstraints) {
   TaskClass plain = Class(JobBuilder("y").Build());
   EXPECT_EQ(S(loc, plain, "cold"), 100.0);  // neutral without packages
   EXPECT_EQ(S(soft, plain, "cold"), 100.0);
+  // An empty machine is no better than one holding only the same kind: the
+  // score must not spread a single-kind workload over empty machines.
+  Apply(Register(MachineBuilder("empty").Build()));
+  TaskClass prod = Class(JobBuilder("z").Priority(200).Build());
+  EXPECT_EQ(S(mix, prod, "empty"), S(mix, prod, "cached"));
+  EXPECT_GT(S(mix, prod, "cold"), S(mix, prod, "empty"));
 }
 
 }  // namespace
