@@ -18,15 +18,20 @@ using namespace herd::testing;  // NOLINT
 
 class DownRulesTest : public ::testing::Test {
  protected:
-  void Start(int machines, LinkShard::Options link) {
+  // A master (recovered from the store: a new one, as after a failover).
+  void Open(LinkShard::Options link) {
     MasterOptions o;
     link.poll_interval_ms = 1000;
     link.down_after_misses = 3;
     o.link = link;
     o.run_scheduler = false;
+    core_.reset();
     auto core = MasterCore::Create(&store_, &link_, &clock_, o);
     ASSERT_TRUE(core.ok()) << core.status();
     core_ = std::move(*core);
+  }
+  void Start(int machines, LinkShard::Options link) {
+    Open(link);
     for (int i = 0; i < machines; ++i) {
       v1::RegisterMachineRequest r;
       *r.mutable_machine() = MachineBuilder(Name(i)).Address(Name(i) + ":1").Build();
@@ -83,15 +88,7 @@ TEST_F(DownRulesTest, TheRateHoldsAcrossAChangeOfLeader) {
   ASSERT_EQ(Down(), 1);
   // Another master takes over from the store, 10 s into the window.
   for (int i = 0; i < 10; ++i) Round();
-  core_.reset();
-  MasterOptions o;
-  link.poll_interval_ms = 1000;
-  link.down_after_misses = 3;
-  o.link = link;
-  o.run_scheduler = false;
-  auto core = MasterCore::Create(&store_, &link_, &clock_, o);
-  ASSERT_TRUE(core.ok()) << core.status();
-  core_ = std::move(*core);
+  Open(link);
   for (int i = 0; i < 40; ++i) Round();  // 54 s after the first went down
   EXPECT_EQ(Down(), 1);
   for (int i = 0; i < 10; ++i) Round();  // the window has passed
