@@ -76,7 +76,7 @@ want() { [[ " $GROUPS_WANTED " == *" $1 "* ]]; }
 for wl in $WORKLOADS; do
   if want policies; then
     run "$wl" fullscan-best "${FULLSCAN[@]}"
-    for p in best hybrid worst; do run "$wl" "$p" --policy "$p"; done
+    for p in best hybrid worst k8s; do run "$wl" "$p" --policy "$p"; done
   fi
   for p in best hybrid; do
     if want sample; then

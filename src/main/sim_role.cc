@@ -75,10 +75,11 @@ struct ExperimentFlags {
   double spread = -1, priority_mix = -1;
   double shape = 0;
   std::string only = "all";
+  std::string overcommit;
 };
 
 void AddExperimentFlags(CLI::App* cmd, ExperimentFlags* e) {
-  cmd->add_option("--policy", e->policy, "Scoring policy: worst, best, hybrid or pack")->capture_default_str();
+  cmd->add_option("--policy", e->policy, "Scoring policy: worst, best, hybrid, pack or k8s")->capture_default_str();
   cmd->add_option("--order", e->order, "Queue order within a priority: round-robin or drf")->capture_default_str();
   cmd->add_option("--seeds", e->seeds, "Random removal orders tried")->capture_default_str();
   cmd->add_option("--parallel", e->parallel, "Seeds run at once (processes)")->capture_default_str();
@@ -87,6 +88,8 @@ void AddExperimentFlags(CLI::App* cmd, ExperimentFlags* e) {
   cmd->add_flag("--json", e->json, "Print the table as JSON instead of text");
   cmd->add_option("--only", e->only, "Only these jobs: prod (production and monitoring bands), non-prod or all")
       ->capture_default_str();
+  cmd->add_option("--overcommit", e->overcommit,
+                  "Machine capacity multiplied, per resource: cpu=1.13[,memory=1.0] (Borg over-committed CPU)");
   cmd->add_option("--sample", e->sample,
                   "Relaxed randomization: feasible machines sought per class before picking (default 48); 0 scores "
                   "every feasible machine");
@@ -158,6 +161,35 @@ int Print(const sim::Figure& f, const ExperimentFlags& e) {
   return 0;
 }
 
+// "--overcommit cpu=1.13,memory=1.0": each machine's capacity multiplied.
+absl::Status Overcommit(const std::string& text, sim::SimWorkload* w) {
+  if (text.empty()) return absl::OkStatus();
+  double cpu = 1, mem = 1;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(part, absl::MaxSplits('=', 1));
+    double f = 0;
+    if (!absl::SimpleAtod(kv.second, &f) || !(f > 0) || f > 10) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--overcommit: '", part, "': the factor must be a number in (0, 10]"));
+    }
+    if (kv.first == "cpu") {
+      cpu = f;
+    } else if (kv.first == "memory") {
+      mem = f;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--overcommit: unknown resource '", kv.first, "' (cpu, memory)"));
+    }
+  }
+  for (v1::Machine& m : w->machines) {
+    auto* c = m.mutable_capacity();
+    c->set_cpu_millis(static_cast<int64_t>(static_cast<double>(c->cpu_millis()) * cpu));
+    c->set_memory_bytes(static_cast<int64_t>(static_cast<double>(c->memory_bytes()) * mem));
+  }
+  absl::StrAppend(&w->name, "; capacity x", cpu, " cpu, x", mem, " memory");
+  return absl::OkStatus();
+}
+
 using Experiment = std::function<absl::StatusOr<sim::Figure>(const sim::SimWorkload&, const sim::CompactionOptions&)>;
 
 void AddExperiment(CLI::App* sim, const std::string& name, const std::string& help, int& rc, Experiment run,
@@ -177,6 +209,10 @@ void AddExperiment(CLI::App* sim, const std::string& name, const std::string& he
     auto w = LoadSource(*src);
     if (!w.ok()) {
       rc = Fail(w.status());
+      return;
+    }
+    if (absl::Status st = Overcommit(ex->overcommit, &*w); !st.ok()) {
+      rc = Fail(st);
       return;
     }
     if (ex->only != "all") {
@@ -462,6 +498,17 @@ void AddSim(CLI::App& app, int& rc) {
         return sim::RunSubdivide(w, o, ParseInts(*cells));
       },
       [cells](CLI::App* c) { c->add_option("--cells", *cells, "Numbers of smaller cells"); });
+  {
+    auto arrival = std::make_shared<sim::ArrivalOptions>();
+    AddExperiment(
+        sim, "arrival", "GPUs allocated as tasks arrive, until the first fails and on (FGD, ATC '23)", rc,
+        [arrival](const sim::SimWorkload& w, const sim::CompactionOptions& o) { return sim::RunArrival(w, o, *arrival); },
+        [arrival](CLI::App* cmd) {
+          cmd->add_option("--batch", arrival->batch, "Tasks arriving per scheduling pass")->capture_default_str();
+          cmd->add_option("--demand", arrival->demand, "Stop once the GPUs asked for reach this share of the cell's")
+              ->capture_default_str();
+        });
+  }
   AddExperiment(sim, "bucketing", "Requests rounded up to powers of two (Borg Fig. 9)", rc, sim::RunBucketing);
   AddExperiment(sim, "reclamation", "Non-prod scheduled against reservations, on and off (Borg Fig. 10)", rc,
                 sim::RunReclamation);

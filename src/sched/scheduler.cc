@@ -330,6 +330,11 @@ std::optional<int32_t> PassRunner::PickPreempting(ClassState& cs, Preemption* ch
     std::optional<Preemption> p =
         FindVictims(cs.cls.priority, cs.cls.prod, cs.cls.need(), m.FreeFor(cs.cls), *m.machine, ctx_.evicted());
     if (!p) continue;
+    // Devices: the victims' shares must leave room on the right devices.
+    if (!m.devices.empty() && !cs.cls.need().extended.empty() &&
+        !ctx_.DevicesWithout(m, p->victims).Fits(cs.cls.need())) {
+      continue;
+    }
     double score = Score(cs, m, &*p);
     if (!best || score > best_score || (score == best_score && p->BetterThan(*chosen))) {
       best = idx;
@@ -365,6 +370,11 @@ void PassRunner::Commit(ClassState& cs, const cell::Task* t, int32_t machine, co
   }
   m.free_prod -= t->resources();
   m.free_nonprod -= t->reservation();
+  if (!m.devices.empty()) {
+    if (p != nullptr && !p->victims.empty()) m.devices = ctx_.DevicesWithout(m, {});  // victims are in evicted()
+    m.devices.Take(t->resources());
+    m.placed.push_back(t);
+  }
   (cs.cls.prod ? m.prod_cpu : m.nonprod_cpu) += t->resources().cpu_millis;
   m.min_priority = std::min(m.min_priority, t->priority());
   ++m.version;

@@ -18,11 +18,14 @@ enum class PackingPolicy {
   kHybrid,    // E-PVM's marginal cost plus a stranding term: penalises a placement
               // that leaves one resource unusable for the cell's typical task
               // shape (Borg §3.2: a hybrid "that tries to reduce the amount of
-              // stranded resources")
+              // stranded resources"); on cells with devices (GPUs), led by
+              // FGD's fragmentation growth (Weng et al., ATC '23)
   kPack,      // best fit over every resource the machine has (GPUs included)
               // plus the stranding term, plus, where tasks ask for extended
               // resources (GPUs), the growth of their expected fragmentation
               // for the pending tasks' shapes (FGD, Weng et al. ATC '23)
+  kK8s,       // kube-scheduler's default profile: least allocated plus
+              // balanced allocation over CPU and memory, equally weighted
 };
 absl::StatusOr<PackingPolicy> ParsePackingPolicy(absl::string_view name);
 absl::string_view PackingPolicyName(PackingPolicy p);

@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "base/priority.h"
 #include "cell/constraints.h"
 
@@ -23,6 +24,15 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
     v.prod_cpu = m->prod_cpu();
     v.nonprod_cpu = m->nonprod_cpu();
     v.min_priority = m->MinPriority();
+    v.devices = Devices::ForCapacity(m->capacity());
+    if (!v.devices.empty()) {
+      std::vector<ResourceVector> on;
+      for (const cell::Task* t : m->tasks()) {
+        if (!t->resources().extended.empty()) on.push_back(t->resources());
+      }
+      v.devices.PlaceAll(std::move(on));
+      max_device_capacity_ = std::max(max_device_capacity_, v.devices.Capacity());
+    }
     if (m->state() == v1::Machine::UP) {
       cap_cpu += static_cast<double>(m->capacity().cpu_millis);
       cap_mem += static_cast<double>(m->capacity().memory_bytes);
@@ -37,15 +47,30 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
   values_.emplace_back();
   for (const std::string& d : options.spread_domains) spread_.push_back(DomainIndex(d));
   const cell::Job* last = nullptr;
-  std::map<std::tuple<int64_t, int64_t, std::vector<std::pair<std::string, int64_t>>>, int64_t> ext;
+  // (cpu, memory, extended, hard constraints as text) -> (tasks, a job with them)
+  using Shape = std::tuple<int64_t, int64_t, std::vector<std::pair<std::string, int64_t>>, std::string>;
+  std::map<Shape, std::pair<int64_t, const cell::Job*>> shapes;
   int64_t ext_tasks = 0;
+  const bool devices = max_device_capacity_ > 0;
+  absl::flat_hash_map<const cell::Job*, std::string> hard_text;  // a job's hard constraints, as text
+  auto count_shape = [&](const cell::Task* t) {
+    const ResourceVector& r = t->resources();
+    ext_tasks += !r.extended.empty();
+    if (!devices) return;
+    auto [it, added] = hard_text.try_emplace(t->job());
+    if (added) {
+      for (const v1::Constraint& c : t->job()->spec.constraints()) {
+        if (!c.soft()) absl::StrAppend(&it->second, cell::Describe(c), ";");
+      }
+    }
+    auto& [n, job] = shapes[{r.cpu_millis, r.memory_bytes, r.extended, it->second}];
+    ++n;
+    job = t->job();
+  };
   for (const cell::Task* t : state.pending()) {
     req_cpu += static_cast<double>(t->resources().cpu_millis);
     req_mem += static_cast<double>(t->resources().memory_bytes);
-    if (!t->resources().extended.empty()) {
-      ++ext[{t->resources().cpu_millis, t->resources().memory_bytes, t->resources().extended}];
-      ++ext_tasks;
-    }
+    count_shape(t);
     if (t->job() == last) continue;
     last = t->job();
     for (const auto& [attr, n] : t->job()->spec.max_per_domain()) DomainIndex(attr);
@@ -54,22 +79,51 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
     shape_ = (req_cpu / cap_cpu) / (req_mem / cap_mem);
   }
   if (options.stranding_shape > 0) shape_ = options.stranding_shape;
-  if (ext_tasks > 0) {
-    std::vector<std::pair<int64_t, ResourceVector>> by_count;
-    for (const auto& [k, n] : ext) {
-      ResourceVector r;
-      r.cpu_millis = std::get<0>(k);
-      r.memory_bytes = std::get<1>(k);
-      r.extended = std::get<2>(k);
-      by_count.push_back({n, std::move(r)});
+  if (devices) {
+    // The running tasks are the rest of the workload (only on cells with
+    // devices: this walks every task once per pass).
+    // Every machine's tasks up to kShapeSample of them; past that, every
+    // k-th machine's (the shapes' shares, not their counts, matter).
+    size_t running = 0;
+    for (const MachineView& v : views_) running += v.machine->tasks().size();
+    const size_t stride = std::max<size_t>(1, (running + kShapeSample - 1) / kShapeSample);
+    for (size_t i = 0; i < views_.size(); i += stride) {
+      for (const cell::Task* t : views_[i].machine->tasks()) count_shape(t);
     }
-    // Most common first; ties by the smaller CPU, for determinism.
-    std::stable_sort(by_count.begin(), by_count.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-    if (by_count.size() > kMaxExtendedShapes) by_count.resize(kMaxExtendedShapes);
-    int64_t kept = 0;
-    for (const auto& [n, r] : by_count) kept += n;
-    for (auto& [n, r] : by_count) {
-      extended_shapes_.push_back({std::move(r), static_cast<double>(n) / static_cast<double>(kept)});
+  }
+  if (devices && ext_tasks > 0) {
+    // Machines each set of hard constraints allows (up ones), counted once per set.
+    std::map<std::string, int64_t> may;
+    std::vector<std::pair<double, ExtendedShape>> weighed;
+    for (const auto& [k, v] : shapes) {
+      ExtendedShape e;
+      e.need.cpu_millis = std::get<0>(k);
+      e.need.memory_bytes = std::get<1>(k);
+      e.need.extended = std::get<2>(k);
+      for (const v1::Constraint& c : v.second->spec.constraints()) {
+        if (!c.soft()) e.hard.push_back(&c);
+      }
+      auto [it, added] = may.try_emplace(std::get<3>(k), 0);
+      if (added) {
+        for (const MachineView& m : views_) {
+          bool ok = m.up;
+          for (const v1::Constraint* c : e.hard) ok = ok && cell::Matches(*c, m.machine->attributes());
+          it->second += ok;
+        }
+      }
+      if (it->second == 0) continue;
+      weighed.push_back({static_cast<double>(v.first) * static_cast<double>(views_.size()) /
+                             static_cast<double>(it->second),
+                         std::move(e)});
+    }
+    // Heaviest first; ties in the map's order (smaller CPU first), for determinism.
+    std::stable_sort(weighed.begin(), weighed.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    if (weighed.size() > kMaxExtendedShapes) weighed.resize(kMaxExtendedShapes);
+    double total = 0;
+    for (const auto& [w, e] : weighed) total += w;
+    for (auto& [w, e] : weighed) {
+      e.share = w / total;
+      extended_shapes_.push_back(std::move(e));
     }
   }
   for (MachineView& v : views_) v.domain.assign(domains_.size(), -1);
@@ -145,6 +199,20 @@ void PassContext::Count(const cell::Job* job, const MachineView& m, int delta) {
     n += delta;
   }
   ++p.version;
+}
+
+Devices PassContext::DevicesWithout(const MachineView& m, const std::vector<const cell::Task*>& victims) const {
+  Devices d = Devices::ForCapacity(m.machine->capacity());
+  std::vector<ResourceVector> on;
+  auto gone = [&](const cell::Task* t) {
+    return evicted_.contains(t) || std::find(victims.begin(), victims.end(), t) != victims.end();
+  };
+  for (const cell::Task* t : m.machine->tasks()) {
+    if (!t->resources().extended.empty() && !gone(t)) on.push_back(t->resources());
+  }
+  d.PlaceAll(std::move(on));
+  for (const cell::Task* t : m.placed) d.Take(t->resources());
+  return d;
 }
 
 }  // namespace herd::sched

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "base/resources.h"
 #include "cell/cell_state.h"
+#include "sched/framework/devices.h"
 #include "sched/framework/options.h"
 
 namespace herd::sched {
@@ -49,6 +50,11 @@ struct MachineView {
   int32_t min_priority = INT32_MAX;       // lowest priority running here
   uint32_t version = 0;                   // bumps whenever this pass changes it
   std::vector<int32_t> domain;            // value id per PassContext domain (-1: none)
+  // Per-device free capacity (GPUs...), empty on machines without devices;
+  // and, there only, the tasks this pass placed here (to rebuild the devices
+  // after a preemption).
+  Devices devices;
+  std::vector<const cell::Task*> placed;
 
   const ResourceVector& FreeFor(const TaskClass& c) const { return c.prod ? free_prod : free_nonprod; }
 };
@@ -91,15 +97,29 @@ class PassContext {
   // notion of a typical task shape), normalised by capacity.
   double shape_cpu_per_mem() const { return shape_; }
 
-  // The most common shapes of pending tasks that ask for extended resources
-  // (GPUs), with their share of those tasks: the workload whose expected
-  // fragmentation the pack policy keeps low (FGD). Empty when none asks.
+  // When the cell has devices (GPUs...) and some task asks for them: the
+  // most common task shapes of the workload (running and pending tasks,
+  // those without devices included), with their share of its tasks -- the
+  // "typical tasks" whose expected fragmentation of the devices FGD keeps
+  // low. Empty otherwise.
+  // Shapes are told apart by their hard constraints too (a GPU model), and
+  // weighed by scarcity: share x machines / machines the shape may use, so
+  // a shape only a few machines can take counts for as much on each of them
+  // as a common one does across the cell (weights sum to 1).
   struct ExtendedShape {
     ResourceVector need;
+    std::vector<const v1::Constraint*> hard;
     double share = 0;
   };
   const std::vector<ExtendedShape>& extended_shapes() const { return extended_shapes_; }
-  static constexpr size_t kMaxExtendedShapes = 16;
+  static constexpr size_t kMaxExtendedShapes = 32;
+  static constexpr size_t kShapeSample = 20'000;  // running tasks looked at, at most (about)
+  // The largest device capacity of a machine (milli-units; 0: no devices).
+  int64_t max_device_capacity() const { return max_device_capacity_; }
+
+  // The devices of `m` as they are when `victims` leave it (placed tasks of
+  // this pass stay): for preemption.
+  Devices DevicesWithout(const MachineView& m, const std::vector<const cell::Task*>& victims) const;
 
 
   absl::flat_hash_set<const cell::Task*>& evicted() { return evicted_; }
@@ -119,6 +139,7 @@ class PassContext {
   absl::flat_hash_set<const cell::Task*> evicted_;
   double shape_ = 1.0;
   std::vector<ExtendedShape> extended_shapes_;
+  int64_t max_device_capacity_ = 0;
 };
 
 inline uint64_t DomainKey(int domain, int32_t value) {

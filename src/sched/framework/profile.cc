@@ -11,7 +11,9 @@ absl::StatusOr<PackingPolicy> ParsePackingPolicy(absl::string_view name) {
   if (name == "worst" || name == "worst-fit" || name == "epvm" || name == "e-pvm") return PackingPolicy::kWorstFit;
   if (name == "hybrid") return PackingPolicy::kHybrid;
   if (name == "pack") return PackingPolicy::kPack;
-  return absl::InvalidArgumentError(absl::StrCat("unknown packing policy '", name, "' (worst, best, hybrid, pack)"));
+  if (name == "k8s" || name == "kubernetes") return PackingPolicy::kK8s;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown packing policy '", name, "' (worst, best, hybrid, pack, k8s)"));
 }
 
 absl::string_view PackingPolicyName(PackingPolicy p) {
@@ -24,6 +26,8 @@ absl::string_view PackingPolicyName(PackingPolicy p) {
       return "hybrid";
     case PackingPolicy::kPack:
       return "pack";
+    case PackingPolicy::kK8s:
+      return "k8s";
   }
   return "?";
 }

@@ -13,6 +13,7 @@
 #include "base/priority.h"
 #include "base/rng.h"
 #include "cell/cell_state.h"
+#include "sched/framework/devices.h"
 #include "sched/scheduler.h"
 #include "sim/core/fork_pool.h"
 
@@ -42,7 +43,7 @@ std::vector<int32_t> RemovalOrder(size_t machines, uint64_t seed) {
 }
 
 bool FitsOn(const SimWorkload& w, const std::vector<int32_t>& order, int k, const CompactionOptions& o,
-            int64_t* pending) {
+            int64_t* pending, double* device_ratio) {
   cell::CellState s("compaction");
   v1::Mutation m;
   for (int i = 0; i < k; ++i) {
@@ -78,6 +79,18 @@ bool FitsOn(const SimWorkload& w, const std::vector<int32_t>& order, int k, cons
   sched::Scheduler sch(so);
   sched::PassResult r = sch.RunPass(s, 0);
   *pending = r.unplaced;
+  if (device_ratio != nullptr) {
+    int64_t cap = 0, used = 0;
+    for (const cell::Machine* mach : s.machines()) cap += sched::Devices::ForCapacity(mach->capacity()).Capacity();
+    for (const v1::TaskScheduled& p : r.proposals) {
+      const cell::Job* j = s.FindJob(p.job());
+      if (j == nullptr || p.index() < 0 || static_cast<size_t>(p.index()) >= j->tasks.size()) continue;
+      for (const auto& [name, milli] : j->tasks[static_cast<size_t>(p.index())].resources().extended) {
+        if (sched::IsDeviceResource(name)) used += milli;
+      }
+    }
+    *device_ratio = cap > 0 ? static_cast<double>(used) / static_cast<double>(cap) : -1;
+  }
   return !r.stopped_early && r.unplaced <= budget;
 }
 
@@ -151,20 +164,22 @@ absl::StatusOr<CompactionResult> Compact(const SimWorkload& w, const CompactionO
   auto outs = ForkMap(o.seeds, o.parallel, [&](int i) {
     std::vector<int32_t> order = RemovalOrder(w.machines.size(), o.first_seed + static_cast<uint64_t>(i));
     int64_t pending = 0, checks = 1;
+    double ratio = -1, r = -1;
     const int n = static_cast<int>(order.size());
     const int bound = std::min(n, LowerBound(w, order, o.picky, o.use_reservations));
-    if (!FitsOn(w, order, n, o, &pending)) return absl::StrCat(n, " ", checks, " nofit ", bound);
+    if (!FitsOn(w, order, n, o, &pending, &ratio)) return absl::StrCat(n, " ", checks, " nofit ", bound, " ", ratio);
     int lo = bound, hi = n;
     while (lo < hi) {
       int mid = lo + (hi - lo) / 2;
       ++checks;
-      if (FitsOn(w, order, mid, o, &pending)) {
+      if (FitsOn(w, order, mid, o, &pending, &r)) {
         hi = mid;
+        ratio = r;  // the answer is the last cell that fit
       } else {
         lo = mid + 1;
       }
     }
-    return absl::StrCat(hi, " ", checks, " ok ", bound);
+    return absl::StrCat(hi, " ", checks, " ok ", bound, " ", ratio);
   });
   if (!outs.ok()) return outs.status();
   for (const std::string& line : *outs) {
@@ -172,12 +187,14 @@ absl::StatusOr<CompactionResult> Compact(const SimWorkload& w, const CompactionO
     int needed = 0;
     int64_t checks = 0;
     int bound = 0;
-    if (f.size() != 4 || !absl::SimpleAtoi(f[0], &needed) || !absl::SimpleAtoi(f[1], &checks) ||
-        !absl::SimpleAtoi(f[3], &bound)) {
+    double ratio = -1;
+    if (f.size() != 5 || !absl::SimpleAtoi(f[0], &needed) || !absl::SimpleAtoi(f[1], &checks) ||
+        !absl::SimpleAtoi(f[3], &bound) || !absl::SimpleAtod(f[4], &ratio)) {
       return absl::InternalError(absl::StrCat("bad result from a compaction run: '", line, "'"));
     }
     res.needed.push_back(needed);
     res.lower_bound.push_back(bound);
+    res.device_alloc_ratio.push_back(ratio);
     res.checks += checks;
     if (f[2] == "nofit") res.fits_original = false;
   }

@@ -44,6 +44,9 @@ struct CompactionResult {
   std::vector<int> needed;   // fewest machines found, per seed
   std::vector<int> lower_bound;  // per seed: fewest leading machines whose capacity holds the requests
   bool fits_original = true;  // the workload fits the whole cell at all
+  // Per seed, where the cell has devices (GPUs): device capacity allocated
+  // / device capacity of the compacted cell (-1 without devices).
+  std::vector<double> device_alloc_ratio;
   int64_t tasks = 0;
   int64_t checks = 0;  // from-scratch schedules run
   double wall_s = 0;
@@ -57,8 +60,10 @@ struct CompactionResult {
 absl::StatusOr<CompactionResult> Compact(const SimWorkload& w, const CompactionOptions& options);
 
 // One check: does `w` fit on machines order[0..k)? Sets *pending.
+// `device_ratio`, if set: device capacity allocated / device capacity of
+// those machines (-1 when they have no devices).
 bool FitsOn(const SimWorkload& w, const std::vector<int32_t>& order, int k, const CompactionOptions& options,
-            int64_t* pending);
+            int64_t* pending, double* device_ratio = nullptr);
 
 // The seed's machine removal order (a permutation of w.machines' indexes).
 std::vector<int32_t> RemovalOrder(size_t machines, uint64_t seed);

@@ -158,6 +158,13 @@ absl::StatusOr<Figure> RunCompaction(const SimWorkload& w, const CompactionOptio
                                         ? 0.0
                                         : *std::max_element(r.lower_bound.begin(), r.lower_bound.end())},
                {"wall_s", r.wall_s}};
+  // GPUs (devices) allocated / GPUs in the compacted cell, at the seed whose
+  // answer is the 90th percentile.
+  for (size_t i = 0; i < r.needed.size(); ++i) {
+    if (r.needed[i] != r.P90() || i >= r.device_alloc_ratio.size() || r.device_alloc_ratio[i] < 0) continue;
+    f.results.push_back({"gpu_alloc_ratio", r.device_alloc_ratio[i]});
+    break;
+  }
   f.notes = SeedsNote(o);
   if (!r.fits_original) f.notes += "; the workload does not fit even the whole cell";
   return f;
@@ -171,8 +178,8 @@ absl::StatusOr<Figure> RunPolicies(const SimWorkload& w, const CompactionOptions
   std::vector<Spread> bars;
   std::vector<std::string> names;
   std::map<sched::PackingPolicy, int> p90;
-  for (sched::PackingPolicy p :
-       {sched::PackingPolicy::kWorstFit, sched::PackingPolicy::kBestFit, sched::PackingPolicy::kHybrid}) {
+  for (sched::PackingPolicy p : {sched::PackingPolicy::kWorstFit, sched::PackingPolicy::kBestFit,
+                                 sched::PackingPolicy::kHybrid, sched::PackingPolicy::kK8s}) {
     CompactionOptions po = o;
     po.scheduler.policy = p;
     HERD_ASSIGN_OR_RETURN(CompactionResult r, Compact(w, po));
@@ -181,7 +188,7 @@ absl::StatusOr<Figure> RunPolicies(const SimWorkload& w, const CompactionOptions
     bars.push_back({r.Percent(r.P90()), r.Percent(r.Min()), r.Percent(r.Max())});
     names.push_back(name);
     p90[p] = r.P90();
-    std::string key = name == "worst-fit" ? "worst" : (name == "best-fit" ? "best" : "hybrid");
+    std::string key = name == "worst-fit" ? "worst" : (name == "best-fit" ? "best" : name);
     f.results.push_back({key + "_machines_p90", r.P90()});
     f.results.push_back({key + "_machines_min", r.Min()});
     f.results.push_back({key + "_machines_max", r.Max()});

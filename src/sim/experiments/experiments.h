@@ -46,6 +46,18 @@ absl::StatusOr<Figure> RunBucketing(const SimWorkload& w, const CompactionOption
 // Needs reservations (usage data): FAILED_PRECONDITION otherwise.
 absl::StatusOr<Figure> RunReclamation(const SimWorkload& w, const CompactionOptions& o);
 
+// FGD's evaluation (Weng et al., ATC '23): on the whole cell, tasks arrive
+// `batch` per scheduling pass (the workload's in order, then drawn from it
+// at random) until the GPUs they asked for reach `demand` x the cell's; one
+// that does not fit leaves. RESULT first_failure_gpu_alloc_ratio (GPUs
+// allocated / the cell's when the first task failed), gpu_alloc_ratio (at
+// the end), failed. FAILED_PRECONDITION on a cell without devices.
+struct ArrivalOptions {
+  int batch = 1;
+  double demand = 1.2;
+};
+absl::StatusOr<Figure> RunArrival(const SimWorkload& w, const CompactionOptions& o, const ArrivalOptions& a);
+
 // Requests rounded up to powers of two: CPU from 0.5 core, memory from 1 GiB.
 v1::JobSpec Bucketed(v1::JobSpec job);
 

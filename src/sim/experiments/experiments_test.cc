@@ -132,5 +132,58 @@ TEST(Experiments, RealTraces) {
   EXPECT_EQ(ob->jobs.size(), 8152u);
 }
 
+// Four machines of 2 GPUs; pods of one GPU, then of half a GPU.
+SimWorkload Gpus() {
+  SimWorkload w;
+  w.name = "gpus";
+  for (int i = 0; i < 4; ++i) {
+    w.machines.push_back(
+        MachineBuilder("g" + std::to_string(i)).Cpu(8000).Memory(32LL << 30).Extended("gpu_milli", 2000).Build());
+  }
+  for (int i = 0; i < 6; ++i) {
+    w.jobs.push_back(JobBuilder("one" + std::to_string(i), "u").Cpu(1000).Memory(1LL << 30)
+                         .Extended("gpu_milli", 1000).Build());
+  }
+  for (int i = 0; i < 4; ++i) {
+    w.jobs.push_back(JobBuilder("half" + std::to_string(i), "u").Cpu(500).Memory(1LL << 30)
+                         .Extended("gpu_milli", 500).Build());
+  }
+  return w;
+}
+
+TEST(Experiments, CompactionReportsGpuAllocation) {
+  // 8 GPUs' worth of pods: 4 machines, all GPUs allocated.
+  auto f = RunCompaction(Gpus(), Opts());
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(Result(*f, "machines_p90"), 4);
+  EXPECT_DOUBLE_EQ(Result(*f, "gpu_alloc_ratio"), 1.0);
+  // No GPUs, no such figure.
+  auto t = RunCompaction(Toy(), Opts());
+  ASSERT_TRUE(t.ok());
+  for (const auto& [k, v] : t->results) EXPECT_NE(k, "gpu_alloc_ratio");
+}
+
+TEST(Experiments, ArrivalCountsGpusUntilTheFirstFailure) {
+  // The workload asks for exactly the cell's 8 GPUs, then random draws
+  // until 150%: everything fits until the cell is full, then draws fail.
+  CompactionOptions o = Opts();
+  o.scheduler.policy = sched::PackingPolicy::kHybrid;
+  auto f = RunArrival(Gpus(), o, ArrivalOptions{1, 1.5});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_DOUBLE_EQ(Result(*f, "first_failure_gpu_alloc_ratio"), 1.0);
+  EXPECT_DOUBLE_EQ(Result(*f, "gpu_alloc_ratio"), 1.0);
+  EXPECT_GT(Result(*f, "failed"), 0);
+  EXPECT_GE(Result(*f, "first_failure_asked_ratio"), 1.0);
+  // A cell without GPUs is refused with a reason.
+  auto t = RunArrival(Toy(), o, ArrivalOptions{});
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(Experiments, PoliciesIncludeKubernetes) {
+  auto f = RunPolicies(Toy(), Opts());
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_GT(Result(*f, "k8s_machines_p90"), 0);
+}
+
 }  // namespace
 }  // namespace herd::sim

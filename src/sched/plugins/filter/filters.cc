@@ -48,7 +48,14 @@ FilterResult ResourceFilter::Fit(const ResourceVector& need, const ResourceVecto
 }
 
 FilterResult ResourceFilter::Filter(const PassContext&, const TaskClass& cls, const MachineView& m) const {
-  return Fit(cls.need(), m.FreeFor(cls));
+  FilterResult r = Fit(cls.need(), m.FreeFor(cls));
+  if (!r.ok() || m.devices.empty() || cls.need().extended.empty()) return r;
+  // Enough in total, but a share must fit on one device and whole devices
+  // must be free.
+  if (absl::string_view name = m.devices.Shortfall(cls.need()); !name.empty()) {
+    return {ReasonCode::kInsufficientExtended, name};
+  }
+  return r;
 }
 
 }  // namespace herd::sched

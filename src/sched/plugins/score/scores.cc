@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/priority.h"
+#include "sched/framework/devices.h"
 #include "cell/constraints.h"
 #include "sched/framework/pass_context.h"
 #include "sched/preempt/preempt.h"
@@ -22,26 +23,52 @@ double EpvmCost(double u) { return (std::pow(kEpvmBase, u) - 1.0) / (kEpvmBase -
 
 }  // namespace
 
-double PackingScore::ExtendedFragmentation(const PassContext& ctx, const ResourceVector& free) {
-  // FGD's measure on Herd's pooled devices: for each typical shape, the free
-  // extended capacity (milli-GPUs) it asks for and could not use -- all of it
-  // when the shape does not fit, else the part of a device left over when the
-  // shape takes whole devices. Weighted by the shape's share.
+double PackingScore::Fragmentation(const PassContext& ctx, const MachineView& m, const ResourceVector& free,
+                                   const Devices& devices) {
+  // FGD (Weng et al., ATC '23), per device: for each typical task shape,
+  // the free device capacity (milli-units) it could not use -- all of it when
+  // the shape does not fit the machine's other resources or asks for no
+  // device; else, per device resource it asks for, the devices too full for
+  // it (a share needs one device with room, whole devices need empty ones);
+  // all of a resource it does not ask for. Weighted by the shape's share.
+  const int64_t total = devices.TotalFree();
+  if (total == 0) return 0;
   double frag = 0;
   for (const PassContext::ExtendedShape& s : ctx.extended_shapes()) {
-    const bool fits = s.need.FitsIn(free);
+    const ResourceVector& n = s.need;
+    bool fits = n.cpu_millis <= free.cpu_millis && n.memory_bytes <= free.memory_bytes &&
+                n.disk_bytes <= free.disk_bytes && n.ports <= free.ports;
+    for (const v1::Constraint* c : s.hard) fits = fits && cell::Matches(*c, m.machine->attributes());
+    for (const auto& [name, want] : n.extended) {
+      if (fits && devices.Find(name) == nullptr && want > free.Extended(name)) fits = false;
+    }
     double f = 0;
-    for (const auto& [name, want] : s.need.extended) {
-      const int64_t have = std::max<int64_t>(0, free.Extended(name));
-      if (!fits) {
-        f += static_cast<double>(have);
-      } else if (want >= kDeviceMillis) {
-        f += static_cast<double>(have % kDeviceMillis);
+    if (!fits) {
+      f = static_cast<double>(total);
+    } else {
+      for (const DeviceSet& d : devices.sets) {
+        const int64_t want = n.Extended(d.name);
+        if (want <= 0 || !d.Fits(want)) {
+          f += static_cast<double>(d.TotalFree());
+          continue;
+        }
+        const bool whole = WholeDevices(want) > 0;
+        for (int32_t left : d.free) {
+          if (whole ? left < kDeviceMillis : left < want) f += left;
+        }
       }
     }
     frag += s.share * f;
   }
   return frag;
+}
+
+double PackingScore::FragmentationGrowth(const PassContext& ctx, const MachineView& m, const ResourceVector& free,
+                                         const ResourceVector& need) {
+  if (m.devices.empty() || ctx.extended_shapes().empty()) return 0;
+  Devices after = m.devices;
+  after.Take(need);
+  return Fragmentation(ctx, m, free - need, after) - Fragmentation(ctx, m, free, m.devices);
 }
 
 void PackingScore::Utilisation(const MachineView& m, const ResourceVector& free, const ResourceVector& need,
@@ -58,6 +85,32 @@ double PackingScore::Stranded(double free_cpu, double free_mem, double shape) {
   if (shape <= 0) shape = 1.0;
   double mem_usable = std::min(free_mem, free_cpu / shape);
   return (free_cpu - shape * mem_usable) + (free_mem - mem_usable);
+}
+
+double PackingScore::Pack(const PassContext& ctx, const MachineView& m, const ResourceVector& free,
+                      const ResourceVector& need, double uc, double um) {
+  // Best fit over CPU, memory and each extended resource the machine
+  // has: the machine left fullest, so whole machines stay free for what
+  // comes next. Plus the stranding term (the remainder keeps the typical
+  // task's shape), plus FGD: how much the placement grows the share of
+  // the machine's devices that the pending tasks' shapes could no longer
+  // use (it may shrink it: filling a fragment is rewarded).
+  const ResourceVector& cap = m.machine->capacity();
+  double fit = uc + um;
+  int dims = 2;
+  double cap_ext = 0, frag_delta = 0;
+  for (const auto& [name, c] : cap.extended) {
+    if (c <= 0) continue;
+    fit += 1.0 - Frac(free.Extended(name) - need.Extended(name), c);
+    ++dims;
+    cap_ext += static_cast<double>(c);
+  }
+  fit /= dims;
+  if (cap_ext > 0) frag_delta = FragmentationGrowth(ctx, m, free, need) / cap_ext;
+  double stranded = std::min(1.0, Stranded(1.0 - uc, 1.0 - um, ctx.shape_cpu_per_mem()));
+  double v = fit + kPackStrandWeight * (1.0 - stranded) - kPackFragWeight * frag_delta;
+  // v is in [-kPackFragWeight, 1 + kPackStrandWeight + kPackFragWeight].
+  return 100.0 * std::clamp((v + kPackFragWeight) / (1.0 + kPackStrandWeight + 2 * kPackFragWeight), 0.0, 1.0);
 }
 
 double PackingScore::Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m,
@@ -91,33 +144,22 @@ double PackingScore::Score(const PassContext& ctx, const TaskClass& cls, const M
       double marginal = EpvmCost(uc) - EpvmCost(bc) + EpvmCost(um) - EpvmCost(bm);
       double stranded = Stranded(1.0 - uc, 1.0 - um, ctx.shape_cpu_per_mem());
       constexpr double kCostScale = 10.0;
-      return 100.0 * std::clamp(1.0 - (kCostScale * marginal + stranded) / 2.0, 0.0, 1.0);
+      const double h = std::clamp(1.0 - (kCostScale * marginal + stranded) / 2.0, 0.0, 1.0);
+      if (ctx.extended_shapes().empty()) return 100.0 * h;
+      // A cell with devices: E-PVM's spreading strands devices (2.2x the
+      // machines of best fit on openb); pack instead.
+      return Pack(ctx, m, free, need, uc, um);
     }
-    case PackingPolicy::kPack: {
-      // Best fit over CPU, memory and each extended resource the machine
-      // has: the machine left fullest, so whole machines stay free for what
-      // comes next. Plus the stranding term (the remainder keeps the typical
-      // task's shape), plus FGD: how much the placement grows the share of
-      // the machine's devices that the pending tasks' shapes could no longer
-      // use (it may shrink it: filling a fragment is rewarded).
-      const ResourceVector& cap = m.machine->capacity();
-      double fit = uc + um;
-      int dims = 2;
-      double cap_ext = 0, frag_delta = 0;
-      for (const auto& [name, c] : cap.extended) {
-        if (c <= 0) continue;
-        fit += 1.0 - Frac(free.Extended(name) - need.Extended(name), c);
-        ++dims;
-        cap_ext += static_cast<double>(c);
-      }
-      fit /= dims;
-      if (cap_ext > 0 && !ctx.extended_shapes().empty()) {
-        frag_delta = (ExtendedFragmentation(ctx, free - need) - ExtendedFragmentation(ctx, free)) / cap_ext;
-      }
-      double stranded = std::min(1.0, Stranded(1.0 - uc, 1.0 - um, ctx.shape_cpu_per_mem()));
-      double v = fit + kPackStrandWeight * (1.0 - stranded) - kPackFragWeight * frag_delta;
-      // v is in [-kPackFragWeight, 1 + kPackStrandWeight + kPackFragWeight].
-      return 100.0 * std::clamp((v + kPackFragWeight) / (1.0 + kPackStrandWeight + 2 * kPackFragWeight), 0.0, 1.0);
+    case PackingPolicy::kPack:
+      return Pack(ctx, m, free, need, uc, um);
+    case PackingPolicy::kK8s: {
+      // kube-scheduler's default profile, NodeResourcesFit (LeastAllocated)
+      // and NodeResourcesBalancedAllocation, weight 1 each, over CPU and
+      // memory: the share left free after the placement, and one minus the
+      // spread of the two utilisations (their standard deviation).
+      const double least = ((1.0 - uc) + (1.0 - um)) / 2;
+      const double balanced = 1.0 - std::abs(uc - um) / 2;
+      return 100.0 * (least + balanced) / 2;
     }
   }
   return 0;

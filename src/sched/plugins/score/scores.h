@@ -1,6 +1,7 @@
 // The built-in score plugins. Each returns 0-100; the profile weighs them.
 #pragma once
 
+#include "sched/framework/devices.h"
 #include "sched/framework/options.h"
 #include "base/resources.h"
 #include "sched/framework/plugin.h"
@@ -16,6 +17,9 @@ namespace herd::sched {
 //    free CPU that a task of the cell's typical CPU:memory shape could not use
 //    for lack of memory, or the reverse (Borg §3.2: "reduce the amount of
 //    stranded resources"). See docs/scheduler.md for how the three compare;
+//  hybrid on a cell with devices (GPUs) -- FGD's growth of the devices'
+//    expected fragmentation first, the above as tie-break;
+//  k8s       -- kube-scheduler's default: least allocated + balanced;
 //  pack      -- best fit over every resource the machine has plus the
 //    stranding term plus, for extended resources (GPUs), the growth of the
 //    expected fragmentation for the pending tasks' shapes (FGD).
@@ -31,11 +35,17 @@ class PackingScore final : public ScorePlugin {
   // Stranded capacity (as a fraction of the machine, CPU + memory) when a
   // machine has these free fractions and tasks have `shape` CPU per memory.
   static double Stranded(double free_cpu, double free_mem, double shape);
-  // The pack policy's expected fragmentation of a machine's free extended
-  // resources (milli-units, e.g. milli-GPUs) for the pass's typical shapes
-  // that ask for them (PassContext::extended_shapes).
-  static double ExtendedFragmentation(const PassContext& ctx, const ResourceVector& free);
-  static constexpr int64_t kDeviceMillis = 1000;  // one device (GPU) in milli-units
+  // FGD's expected fragmentation of a machine's free devices (milli-units,
+  // e.g. milli-GPUs) for the pass's typical task shapes
+  // (PassContext::extended_shapes), given its other free resources.
+  static double Fragmentation(const PassContext& ctx, const MachineView& m, const ResourceVector& free,
+                              const Devices& devices);
+  // How much placing `need` (from `free`) on `m` grows it (< 0: it shrinks).
+  static double FragmentationGrowth(const PassContext& ctx, const MachineView& m, const ResourceVector& free,
+                                    const ResourceVector& need);
+  // The pack policy's score (0-100), also hybrid's on a cell with devices.
+  static double Pack(const PassContext& ctx, const MachineView& m, const ResourceVector& free,
+                     const ResourceVector& need, double uc, double um);
   // The pack policy's weights, relative to best fit's mean utilisation (0-1).
   static constexpr double kPackStrandWeight = 0.5;
   static constexpr double kPackFragWeight = 1.0;

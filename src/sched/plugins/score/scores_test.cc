@@ -93,12 +93,32 @@ TEST_F(ScoresTest, PackFillsGpuFragmentsRatherThanMakingThem) {
   Apply(Submit(JobBuilder("whole").Tasks(10).Cpu(800).Memory(3LL << 30).Extended("gpu_milli", 1000).Build()));
   TaskClass c = Class(JobBuilder("x").Cpu(800).Memory(3LL << 30).Extended("gpu_milli", 500).Build());
   ASSERT_EQ(ctx_->extended_shapes().size(), 2u);
-  EXPECT_GT(ctx_->extended_shapes()[0].share, 0.9);  // the whole-GPU tasks
+  EXPECT_GT(ctx_->extended_shapes()[0].share, 0.8);  // the whole-GPU tasks (10 of 12, running ones counted)
   ResourceVector free_big = View("big").FreeFor(c), free_small = View("small").FreeFor(c);
-  EXPECT_GT(PackingScore::ExtendedFragmentation(*ctx_, free_big), 0.0);  // the broken half GPU
-  EXPECT_EQ(PackingScore::ExtendedFragmentation(*ctx_, free_small), 0.0);
-  PackingScore pack(PackingPolicy::kPack);
+  EXPECT_GT(PackingScore::Fragmentation(*ctx_, View("big"), free_big, View("big").devices), 0.0);  // the broken half GPU
+  EXPECT_EQ(PackingScore::Fragmentation(*ctx_, View("small"), free_small, View("small").devices), 0.0);
+  PackingScore pack(PackingPolicy::kPack), hybrid(PackingPolicy::kHybrid);
   EXPECT_GT(S(pack, c, "big"), S(pack, c, "small"));
+  // The default policy on a cell with GPUs follows FGD too.
+  EXPECT_GT(S(hybrid, c, "big"), S(hybrid, c, "small"));
+}
+
+TEST_F(ScoresTest, K8sPrefersLeastAllocatedAndBalanced) {
+  Apply(Register(MachineBuilder("empty").Cpu(4000).Memory(4LL << 30).Build()));
+  Apply(Register(MachineBuilder("half").Cpu(4000).Memory(4LL << 30).Build()));
+  Apply(Register(MachineBuilder("lopsided").Cpu(4000).Memory(4LL << 30).Build()));
+  Place("filler", 100, 2000, 2LL << 30, "half");
+  Place("cpuhog", 100, 2000, 256LL << 20, "lopsided");
+  TaskClass c = Class(JobBuilder("x").Cpu(500).Memory(512LL << 20).Build());
+  PackingScore k8s(PackingPolicy::kK8s);
+  EXPECT_GT(S(k8s, c, "empty"), S(k8s, c, "half"));
+  // About as much left free on both, but a CPU-heavy task leaves the CPU
+  // hog unbalanced.
+  Apply(Register(MachineBuilder("memhog").Cpu(4000).Memory(4LL << 30).Build()));
+  Place("memload", 100, 256, 2LL << 30, "memhog");
+  TaskClass heavy = Class(JobBuilder("y").Cpu(2000).Memory(128LL << 20).Build());
+  EXPECT_GT(S(k8s, heavy, "memhog"), S(k8s, heavy, "lopsided"));
+  EXPECT_LE(S(k8s, c, "empty"), 100.0);
 }
 
 TEST_F(ScoresTest, PackKeepsGpuMachinesForGpuTasks) {
@@ -111,9 +131,10 @@ TEST_F(ScoresTest, PackKeepsGpuMachinesForGpuTasks) {
   Apply(Schedule("alice/busy", 0, "gpu"));
   Apply(Submit(JobBuilder("train").Tasks(4).Cpu(4000).Memory(4LL << 30).Extended("gpu_milli", 1000).Build()));
   TaskClass c = Class(JobBuilder("x").Cpu(6000).Memory(4LL << 30).Build());
-  PackingScore best(PackingPolicy::kBestFit), pack(PackingPolicy::kPack);
+  PackingScore best(PackingPolicy::kBestFit), pack(PackingPolicy::kPack), hybrid(PackingPolicy::kHybrid);
   EXPECT_GT(S(best, c, "gpu"), S(best, c, "cpu"));
   EXPECT_GT(S(pack, c, "cpu"), S(pack, c, "gpu"));
+  EXPECT_GT(S(hybrid, c, "cpu"), S(hybrid, c, "gpu"));  // the default on a cell with GPUs
 }
 
 TEST_F(ScoresTest, SpreadPrefersDomainsWithFewerOfTheJob) {
