@@ -89,5 +89,34 @@ TEST(SimIntegration, ACheckpointOfALiveCellLoadsToTheSameState) {
   EXPECT_TRUE(absl::StrContains(bad.err, "no machine nope")) << bad.err;
 }
 
+// Issue #13's interface: --policy k8s and --overcommit on compaction, with
+// bad values refused by name.
+TEST(SimIntegration, CompactionTakesK8sAndOvercommit) {
+  const std::vector<std::string> base = {harness::HerdBinary(), "sim", "compaction", "--synthetic",
+                                         "machines=60,tasks=2400,fill=0.9,seed=3", "--seeds", "2"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return harness::Run(argv, 120s);
+  };
+  RunResult plain = with({"--policy", "k8s"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.Describe();
+  RunResult more = with({"--policy", "k8s", "--overcommit", "cpu=2,memory=2"});
+  ASSERT_EQ(more.exit_code, 0) << more.Describe();
+  auto p90 = [](const std::string& out) {
+    size_t at = out.find("RESULT machines_p90=");
+    return at == std::string::npos ? -1 : std::stoi(out.substr(at + 20));
+  };
+  // Twice the capacity per machine: fewer machines (the same run otherwise).
+  EXPECT_GT(p90(plain.out), 0) << plain.out;
+  EXPECT_LT(p90(more.out), p90(plain.out)) << more.out;
+  RunResult bad = with({"--overcommit", "disk=2"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(absl::StrContains(bad.err, "--overcommit: unknown resource 'disk'")) << bad.err;
+  RunResult arrival = harness::Run({harness::HerdBinary(), "sim", "arrival", "--synthetic", "machines=10,tasks=50"});
+  EXPECT_EQ(arrival.exit_code, 1);
+  EXPECT_TRUE(absl::StrContains(arrival.err, "no devices")) << arrival.err;
+}
+
 }  // namespace
 }  // namespace herd
