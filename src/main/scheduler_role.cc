@@ -11,7 +11,7 @@
 namespace herd {
 
 void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
-  cmd->add_option("--policy", f->policy, "Packing policy: worst, best or hybrid")->capture_default_str();
+  cmd->add_option("--policy", f->policy, "Packing policy: worst, best, hybrid, pack or k8s")->capture_default_str();
   cmd->add_option("--order", f->order, "Order of users' tasks within a priority: round-robin or drf")
       ->capture_default_str();
   cmd->add_flag("--no-equiv", f->no_equiv, "Schedule task by task (no equivalence classes)");

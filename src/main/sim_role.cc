@@ -429,7 +429,7 @@ void AddReplay(CLI::App* sim, int& rc) {
   cmd->add_option("--from", o->from_s, "Start, seconds into the trace (default: the task events' first)");
   cmd->add_option("--to", o->to_s, "End, seconds into the trace (default: their last)");
   cmd->add_option("--tick", *tick, "Seconds between simulated polls")->capture_default_str();
-  cmd->add_option("--policy", ex->policy, "Scoring policy: worst, best or hybrid")->capture_default_str();
+  cmd->add_option("--policy", ex->policy, "Scoring policy: worst, best, hybrid, pack or k8s")->capture_default_str();
   cmd->add_option("--out", ex->out, "Write the timeline (txt, csv, json) and chart (svg) here");
   cmd->add_flag("--json", ex->json, "Print the timeline as JSON");
   cmd->callback([&rc, dir, o, tick, ex] {
