@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/packages/package_cache.h"
 #include "agent/packages/test_util.h"
+#include "testing/http_server.h"
 
 namespace herd::agent {
 namespace {
@@ -188,14 +189,15 @@ TEST_F(PackagesTest, MissingFileFailsTheAttemptWithTheReason) {
 TEST_F(PackagesTest, HttpFetch) {
   std::string tar = archives_ + "/web.tar";
   std::string sha = MakeTar(tar, {{"hello.txt", "over http\n"}});
-  TinyHttpServer server("web.tar", Slurp(tar));
+  herd::testing::HttpServer server(
+      herd::testing::ServeBytes("web.tar", std::make_shared<const std::string>(Slurp(tar))));
   auto ext = Extension();
   StartWith(ext);
   v1::TaskRun r = Sh("pkg.http", "cat $HERD_PACKAGE_WEB/hello.txt; exec sleep 1000");
   *r.add_packages() = MakePackage("web", sha, server.Url("web.tar"));
   StartMs(r);
   EXPECT_EQ(StdoutOf("pkg.http", "over http\n"), "over http\n");
-  EXPECT_EQ(server.requests(), 1);
+  EXPECT_EQ(server.request_count(), 1);
 
   v1::TaskRun missing = MakeRun("pkg.http404", {"sleep", "1000"});
   *missing.add_packages() = MakePackage("nope", std::string(64, 'c'), server.Url("nope.tar"));
