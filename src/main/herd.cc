@@ -168,7 +168,10 @@ void AddAgent(CLI::App& app, int& rc) {
                   "itself");
   auto cache = std::make_shared<std::string>();
   cmd->add_option("--package-cache-size", *cache, "Disk budget of the package cache (default 10Gi)");
-  cmd->callback([&rc, o, capacity, attrs, ports, reserve, log_max, retention, cache, uids] {
+  auto package_max = std::make_shared<std::string>();
+  cmd->add_option("--package-max-size", *package_max,
+                  "Refuse package archives larger than this (default: the package cache size)");
+  cmd->callback([&rc, o, capacity, attrs, ports, reserve, log_max, retention, cache, package_max, uids] {
     if (*uids == "agent") {
       o->task_uid_count = 0;
     } else if (!uids->empty()) {
@@ -192,7 +195,8 @@ void AddAgent(CLI::App& app, int& rc) {
     }
     for (auto [flag, text, out] : {std::tuple{"--memory-reserve", reserve.get(), &o->memory_reserve_bytes},
                                    std::tuple{"--task-log-max-size", log_max.get(), &o->log_max_bytes},
-                                   std::tuple{"--package-cache-size", cache.get(), &o->package_cache_bytes}}) {
+                                   std::tuple{"--package-cache-size", cache.get(), &o->package_cache_bytes},
+                                   std::tuple{"--package-max-size", package_max.get(), &o->package_max_bytes}}) {
       if (text->empty()) continue;
       auto bytes = ParseBytes(*text);
       if (!bytes.ok()) {

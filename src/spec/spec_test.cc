@@ -717,6 +717,7 @@ resources: {cpu: 1, memory: 1Gi, ports: [http]}
 packages:
   - {name: web, sha256: )", digest, R"(, url: "http://pkg.example/web.tar", size: 10Mi}
   - {name: conf, sha256: )", digest, R"(, url: /srv/conf.tar}
+  - {name: tls, sha256: )", digest, R"(, url: "https://pkg.example/tls.tar"}
 health_check:
   http: {port: http, path: /healthz}
   interval: 5s
@@ -726,7 +727,8 @@ health_check:
 isolation: {namespaces: true, root_from_packages: true, user: nobody}
 )"));
   const v1::TaskTemplate& t = s.task();
-  ASSERT_EQ(t.packages_size(), 2);
+  ASSERT_EQ(t.packages_size(), 3);
+  EXPECT_EQ(t.packages(2).url(), "https://pkg.example/tls.tar");
   EXPECT_EQ(t.packages(0).name(), "web");
   EXPECT_EQ(t.packages(0).sha256(), digest);
   EXPECT_EQ(t.packages(0).url(), "http://pkg.example/web.tar");

@@ -193,11 +193,11 @@ void CheckPackages(const v1::TaskTemplate& t, Issues* out) {
                absl::StrCat("'", p.sha256(), "' is not a SHA-256 digest (64 hex digits, got ", p.sha256().size(), ")"));
     }
     if (p.url().empty()) {
-      out->Add(Join(path, "url"), "missing: where the agent fetches the archive (a path, file:// or http:// URL)");
+      out->Add(Join(path, "url"), "missing: where the agent fetches the archive (a path, file://, http:// or https:// URL)");
     } else if (!absl::StartsWith(p.url(), "/") && !absl::StartsWith(p.url(), "file://") &&
-               !absl::StartsWith(p.url(), "http://")) {
+               !absl::StartsWith(p.url(), "http://") && !absl::StartsWith(p.url(), "https://")) {
       out->Add(Join(path, "url"),
-               absl::StrCat("'", p.url(), "' is not an absolute path, a file:// or an http:// URL"));
+               absl::StrCat("'", p.url(), "' is not an absolute path, a file://, an http:// or an https:// URL"));
     }
     if (p.size_bytes() < 0) out->Add(Join(path, "size"), "must not be negative");
   }

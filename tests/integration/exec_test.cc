@@ -1,14 +1,22 @@
 // herd exec through the real herd binary against a real master and agent:
 // the command runs in the task's cgroups, pid and uts namespaces and as its
 // user, its output comes back and its exit code is herd's; errors people act
-// on (unknown job, task not running, agent unreachable) are one line.
+// on (unknown job, task not running, agent unreachable) are one line; a
+// task's packages reach it, from a file and over https from a server whose
+// certificate the cell issued.
 #include <gtest/gtest.h>
 #include <pwd.h>
+
+#include <fstream>
+#include <iterator>
+#include <memory>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "harness/harness.h"
+#include "pki/pki.h"
+#include "testing/http_server.h"
 
 namespace herd {
 namespace {
@@ -33,6 +41,32 @@ class ExecTest : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.Describe();
     ASSERT_TRUE(Eventually([&] { return cell_.Herd({"exec", task, "--", "true"}).exit_code == 0; }, 20s))
         << cell_.Herd({"exec", task, "--", "true"}).Describe() << "\n" << cell_.LogTails();
+  }
+
+  // A package archive made here holding bin/hello.txt = `text`: its path
+  // and digest.
+  std::pair<std::string, std::string> MakeArchive(const std::string& name, const std::string& text) {
+    std::string src = cell_.WriteSpec(name + "/bin/hello.txt", text);
+    std::string dir = src.substr(0, src.rfind("/bin/"));
+    std::string tar = dir + ".tar";
+    RunResult made = harness::Run({"/usr/bin/tar", "-cf", tar, "-C", dir, "."});
+    EXPECT_EQ(made.exit_code, 0) << made.Describe();
+    RunResult sum = harness::Run({"/usr/bin/sha256sum", tar});
+    EXPECT_EQ(sum.exit_code, 0) << sum.Describe();
+    return {tar, sum.out.substr(0, 64)};
+  }
+
+  // Runs a job with one package from `url` and checks the task sees it.
+  void RunWithPackage(const std::string& job, const std::string& sha, const std::string& url,
+                      const std::string& text) {
+    SubmitAndWait(job + ".yaml",
+                  absl::StrCat("name: ", job, "\nuser: alice\npriority: production\ncommand: [\"sleep\", \"3600\"]\n"
+                               "resources: {cpu: 100m, memory: 32Mi}\n"
+                               "packages:\n  - {name: hello, sha256: ", sha, ", url: \"", url, "\"}\n"),
+                  job + "/0");
+    RunResult r = cell_.Herd({"exec", job + "/0", "--", "/bin/sh", "-c", "cat $HERD_PACKAGE_HELLO/bin/hello.txt"});
+    EXPECT_EQ(r.exit_code, 0) << r.Describe();
+    EXPECT_EQ(r.out, text);
   }
 
   Cell cell_;
@@ -74,22 +108,8 @@ TEST_F(ExecTest, RunsInTheTasksCgroupsNamespacesAndUserAndReturnsItsExitCode) {
 
 TEST_F(ExecTest, PackagesReachTheTaskAndTheMachinesCache) {
   // A package archive made here, named by its digest in the spec.
-  std::string src = cell_.WriteSpec("pkg/bin/hello.txt", "hello from a package\n");
-  std::string dir = src.substr(0, src.rfind("/bin/"));
-  std::string tar = dir + ".tar";
-  RunResult made = harness::Run({"/usr/bin/tar", "-cf", tar, "-C", dir, "."});
-  ASSERT_EQ(made.exit_code, 0) << made.Describe();
-  RunResult sum = harness::Run({"/usr/bin/sha256sum", tar});
-  ASSERT_EQ(sum.exit_code, 0) << sum.Describe();
-  std::string sha = sum.out.substr(0, 64);
-  SubmitAndWait("pkg.yaml",
-                absl::StrCat("name: pkg\nuser: alice\npriority: production\ncommand: [\"sleep\", \"3600\"]\n"
-                             "resources: {cpu: 100m, memory: 32Mi}\n"
-                             "packages:\n  - {name: hello, sha256: ", sha, ", url: ", tar, "}\n"),
-                "pkg/0");
-  RunResult r = cell_.Herd({"exec", "pkg/0", "--", "/bin/sh", "-c", "cat $HERD_PACKAGE_HELLO/bin/hello.txt"});
-  EXPECT_EQ(r.exit_code, 0) << r.Describe();
-  EXPECT_EQ(r.out, "hello from a package\n");
+  auto [tar, sha] = MakeArchive("pkg", "hello from a package\n");
+  RunWithPackage("pkg", sha, tar, "hello from a package\n");
   // The agent's cache holds it, for the scheduler's package locality.
   EXPECT_TRUE(Eventually(
       [&] {
@@ -100,6 +120,23 @@ TEST_F(ExecTest, PackagesReachTheTaskAndTheMachinesCache) {
       },
       10s))
       << cell_.Machine("m1")->DebugString();
+}
+
+TEST_F(ExecTest, PackagesOverHttpsFromAServerTheCellCertified) {
+  // The package server's certificate comes from the cell's CA: the agent
+  // trusts it through its own credential's CA, with nothing configured.
+  auto [tar, sha] = MakeArchive("tls", "hello over https\n");
+  absl::StatusOr<pki::Authority> ca = pki::LoadAuthority(cell_.CaDir());
+  ASSERT_TRUE(ca.ok()) << ca.status();
+  absl::StatusOr<pki::Credential> cert = pki::IssueCredential(
+      *ca, pki::Subject{pki::Role::kMachine, "package-server"}, time(nullptr), 3600, "IP:127.0.0.1");
+  ASSERT_TRUE(cert.ok()) << cert.status();
+  std::ifstream in(tar, std::ios::binary);
+  auto body = std::make_shared<const std::string>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  testing::HttpServer server(testing::ServeBytes("hello.tar", body),
+                             testing::HttpServer::Tls{cert->cert_pem, cert->key_pem});
+  RunWithPackage("tls", sha, server.Url("hello.tar"), "hello over https\n");
+  EXPECT_EQ(server.request_count(), 1);
 }
 
 TEST_F(ExecTest, ErrorsAreOneLine) {

@@ -161,7 +161,7 @@ absl::Status PackageCache::CheckLocal(const v1::Package& package) const {
   return absl::FailedPreconditionError(absl::StrCat(
       "package ", package.name(), ": local package files are allowed on this machine only from ",
       options_.local_dirs.empty() ? std::string("no directory") : absl::StrJoin(options_.local_dirs, ", "),
-      " (agent --package-file-dirs); use an http:// URL"));
+      " (agent --package-file-dirs); use an http:// or https:// URL"));
 }
 
 absl::Status PackageCache::Install(const v1::Package& package, const std::atomic<bool>* stop) {
@@ -182,18 +182,10 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
     return st;
   }
   const int64_t t0 = options_.clock->MonotonicMs();
-  ++fetches_;
-  absl::StatusOr<Fetched> got = FetchToFile(package.url(), tmp + "/archive", stop);
+  absl::StatusOr<Fetched> got = FetchArchive(package, sha, tmp + "/archive", stop);
   if (!got.ok()) {
     cleanup();
-    return absl::Status(got.status().code(), absl::StrCat("package ", package.name(), ": ", got.status().message()));
-  }
-  if (got->sha256 != sha) {
-    cleanup();
-    // Not the digest it has: that would tell anyone the hash of any file
-    // the agent can read.
-    return absl::FailedPreconditionError(absl::StrCat("package ", package.name(), ": the content at ", package.url(),
-                                                      " does not have sha256 ", sha));
+    return got.status();
   }
   if (absl::Status st = Untar(tmp + "/archive", tmp + "/root"); !st.ok()) {
     cleanup();
@@ -216,8 +208,12 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
     cleanup();
     return st;
   }
-  HERD_LOG_INFO("package {} ({}) installed: {} byte archive, {} bytes unpacked, in {} ms", package.name(), sha,
-                got->size_bytes, entry.size_bytes, options_.clock->MonotonicMs() - t0);
+  HERD_LOG_INFO("package {} ({}) installed: {} byte archive{}, {} bytes unpacked, in {} ms", package.name(), sha,
+                got->size_bytes,
+                got->requests > 1 || got->resumed_bytes > 0
+                    ? absl::StrCat(" (", got->requests, " request(s), the last from byte ", got->resumed_bytes, ")")
+                    : "",
+                entry.size_bytes, options_.clock->MonotonicMs() - t0);
   {
     absl::MutexLock l(&mu_);
     entries_[sha] = entry;
@@ -225,6 +221,36 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
   }
   DeleteDoomed();
   return absl::OkStatus();
+}
+
+absl::StatusOr<Fetched> PackageCache::FetchArchive(const v1::Package& package, const std::string& sha,
+                                                   const std::string& archive, const std::atomic<bool>* stop) {
+  // Downloads go to a name of the digest's own, so what a failed Install
+  // got is resumed by the next one.
+  const std::string partial = absl::StrCat(options_.dir, "/.partial-", sha);
+  FetchOptions fetch = options_.fetch;
+  fetch.resume_existing = true;
+  for (bool first = true;; first = false) {
+    ++fetches_;
+    absl::StatusOr<Fetched> got = FetchToFile(package.url(), partial, fetch, stop);
+    if (!got.ok()) {
+      // Kept only after failures that may pass.
+      if (!absl::IsUnavailable(got.status()) && !absl::IsCancelled(got.status())) unlink(partial.c_str());
+      return absl::Status(got.status().code(), absl::StrCat("package ", package.name(), ": ", got.status().message()));
+    }
+    if (got->sha256 == sha) {
+      if (rename(partial.c_str(), archive.c_str()) != 0) return ErrnoToStatus(errno, absl::StrCat("rename ", partial));
+      return got;
+    }
+    unlink(partial.c_str());
+    // Resumed bytes may be of another version of the archive (it changed
+    // at the URL between two requests): once more, from zero.
+    if (got->resumed_bytes > 0 && first) continue;
+    // Not the digest it has: that would tell anyone the hash of any file
+    // the agent can read.
+    return absl::FailedPreconditionError(absl::StrCat("package ", package.name(), ": the content at ", package.url(),
+                                                      " does not have sha256 ", sha));
+  }
 }
 
 void PackageCache::Ref(const std::string& sha256) {

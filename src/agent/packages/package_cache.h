@@ -10,6 +10,9 @@
 //   SHA256/meta    "name=..", "size=..", "last_used_ms=.." lines; written
 //                  after root/ is complete, so a package with a meta is whole
 //   .tmp-*         installs in progress (deleted when the cache is opened)
+//   .partial-SHA256  an archive whose download failed part way, resumed by
+//                  the next Install of that digest (deleted when the cache
+//                  is opened)
 // The index is rebuilt from these at Open, so it survives agent restarts;
 // references are not persisted (the runs re-take them when recovered).
 //
@@ -28,6 +31,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/packages/fetch.h"
 #include "base/clock.h"
 #include "herd/v1/agent.pb.h"
 #include "herd/v1/objects.pb.h"
@@ -43,6 +47,9 @@ class PackageCache {
     // the agent reads them with its own rights, so only from directories
     // an operator chose (agent --package-file-dirs). Empty: none.
     std::vector<std::string> local_dirs;
+    // How archives are fetched (timeouts, retries, size limit, trusted CAs).
+    // Install resumes a partial archive left by an earlier Install itself.
+    FetchOptions fetch;
     Clock* clock = RealClock::Get();
   };
 
@@ -90,6 +97,10 @@ class PackageCache {
 
   explicit PackageCache(Options options) : options_(std::move(options)) {}
   std::string PathOf(const std::string& sha256) const { return options_.dir + "/" + sha256; }
+  // Fetches the archive of `package` (digest `sha`) into `archive`, resuming
+  // a partial download, and checks its digest.
+  absl::StatusOr<Fetched> FetchArchive(const v1::Package& package, const std::string& sha,
+                                       const std::string& archive, const std::atomic<bool>* stop);
   absl::Status WriteMeta(const std::string& sha256, const Entry& e) const;
   // Moves evicted packages aside (into doomed_); DeleteDoomed deletes them
   // outside the lock.

@@ -12,10 +12,13 @@
 // in order, into RUN_DIR/root (hardlinks into the cache, copies across
 // filesystems), with empty proc/, dev/ and sandbox/ for herd-shim --root
 // (IsolationExtension passes the options); HERD_PACKAGE_<NAME> is then "/".
-// A digest mismatch or an archive tar cannot read fails the run for good
-// (FAILED_PRECONDITION, "package web: sha256 mismatch: want .. got .."); a
-// fetch that failed otherwise (server down, no such file) fails the attempt,
-// and the restart policy decides (it is fetched again on the next attempt).
+// A digest mismatch, an archive tar cannot read or one over the size limit
+// fails the run for good (FAILED_PRECONDITION, "package web: the content at
+// URL does not have sha256 .."), as does a URL the agent does not fetch
+// (INVALID_ARGUMENT, also when a redirect leads there); a fetch that failed
+// otherwise (server down after its retries, no such file) fails the attempt,
+// and the restart policy decides (the next attempt fetches again, resuming
+// what was downloaded).
 //
 // A run holds a reference on each of its packages from its first Prepare
 // (or its recovery) until Released, so a package in use, or being fetched

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "agent/packages/package_cache.h"
 #include "agent/packages/test_util.h"
+#include "testing/http_server.h"
 
 namespace herd::agent {
 namespace {
@@ -188,14 +189,15 @@ TEST_F(PackagesTest, MissingFileFailsTheAttemptWithTheReason) {
 TEST_F(PackagesTest, HttpFetch) {
   std::string tar = archives_ + "/web.tar";
   std::string sha = MakeTar(tar, {{"hello.txt", "over http\n"}});
-  TinyHttpServer server("web.tar", Slurp(tar));
+  herd::testing::HttpServer server(
+      herd::testing::ServeBytes("web.tar", std::make_shared<const std::string>(Slurp(tar))));
   auto ext = Extension();
   StartWith(ext);
   v1::TaskRun r = Sh("pkg.http", "cat $HERD_PACKAGE_WEB/hello.txt; exec sleep 1000");
   *r.add_packages() = MakePackage("web", sha, server.Url("web.tar"));
   StartMs(r);
   EXPECT_EQ(StdoutOf("pkg.http", "over http\n"), "over http\n");
-  EXPECT_EQ(server.requests(), 1);
+  EXPECT_EQ(server.request_count(), 1);
 
   v1::TaskRun missing = MakeRun("pkg.http404", {"sleep", "1000"});
   *missing.add_packages() = MakePackage("nope", std::string(64, 'c'), server.Url("nope.tar"));
@@ -204,6 +206,72 @@ TEST_F(PackagesTest, HttpFetch) {
   std::optional<v1::RunStatus> s = WaitFor(*sup_, missing.run_id(), IsTerminal);
   ASSERT_TRUE(s);
   EXPECT_TRUE(absl::StrContains(s->message(), "HTTP 404")) << s->message();
+}
+
+// Serves `versions[i]` of web.tar for the i-th request (the last one for the
+// rest): the whole of it, from "Range: bytes=N-" if asked, or the first
+// `cut` bytes and a hang-up if `cut` is set for that request.
+herd::testing::HttpServer::Handler Versions(std::vector<std::string> versions, std::map<int, size_t> cuts) {
+  auto n = std::make_shared<std::atomic<int>>(0);
+  return [=](const herd::testing::HttpRequest& req, herd::testing::HttpConn& conn) {
+    const int i = (*n)++;
+    auto body = std::make_shared<const std::string>(versions[std::min<size_t>(i, versions.size() - 1)]);
+    if (auto cut = cuts.find(i); cut != cuts.end()) {
+      conn.Write(absl::StrCat("HTTP/1.1 200 OK\r\nContent-Length: ", body->size(), "\r\n\r\n",
+                              body->substr(0, cut->second)));
+      return;
+    }
+    herd::testing::ServeBytes("web.tar", body)(req, conn);
+  };
+}
+
+TEST_F(PackagesTest, InstallResumesWhatAFailedInstallFetched) {
+  const std::string tar = archives_ + "/web.tar";
+  const std::string sha = MakeTar(tar, {{"big.txt", std::string(300'000, 'w')}});
+  herd::testing::HttpServer server(Versions({Slurp(tar)}, {{0, 100'000}}));
+  PackageCache::Options o;
+  o.dir = root_ + "/packages";
+  o.fetch.attempts = 1;  // the first Install gives up at the cut
+  absl::StatusOr<std::unique_ptr<PackageCache>> cache = PackageCache::Open(o);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  const v1::Package pkg = MakePackage("web", sha, server.Url("web.tar"));
+  absl::Status st = (*cache)->Install(pkg);
+  EXPECT_TRUE(absl::IsUnavailable(st)) << st;
+  EXPECT_TRUE(absl::StartsWith(st.message(), "package web: GET " + server.Url("web.tar"))) << st;
+  EXPECT_EQ(std::filesystem::file_size(o.dir + "/.partial-" + sha), 100'000u);
+
+  ASSERT_TRUE((*cache)->Install(pkg).ok());
+  std::vector<herd::testing::HttpRequest> reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_EQ(reqs[1].Header("range"), "bytes=100000-");
+  EXPECT_TRUE((*cache)->Lookup(sha));
+  EXPECT_FALSE(std::filesystem::exists(o.dir + "/.partial-" + sha));
+}
+
+TEST_F(PackagesTest, ResumedBytesOfAnotherVersionAreFetchedAgain) {
+  // The archive at the URL changes between the cut and the resume: the
+  // joined file has neither digest, so the whole new version is fetched.
+  const std::string old_tar = archives_ + "/old.tar";
+  const std::string new_tar = archives_ + "/new.tar";
+  MakeTar(old_tar, {{"big.txt", std::string(300'000, 'o')}});
+  const std::string sha = MakeTar(new_tar, {{"big.txt", std::string(300'000, 'n')}});
+  herd::testing::HttpServer server(Versions({Slurp(old_tar), Slurp(new_tar)}, {{0, 100'000}}));
+  PackageCache::Options o;
+  o.dir = root_ + "/packages";
+  o.fetch.attempts = 1;
+  absl::StatusOr<std::unique_ptr<PackageCache>> cache = PackageCache::Open(o);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  const v1::Package pkg = MakePackage("web", sha, server.Url("web.tar"));
+  EXPECT_TRUE(absl::IsUnavailable((*cache)->Install(pkg)));
+  absl::Status st = (*cache)->Install(pkg);
+  ASSERT_TRUE(st.ok()) << st;
+  std::vector<herd::testing::HttpRequest> reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_EQ(reqs[1].Header("range"), "bytes=100000-");
+  EXPECT_EQ(reqs[2].Header("range"), "");
+  std::optional<std::string> root = (*cache)->Lookup(sha);
+  ASSERT_TRUE(root);
+  EXPECT_EQ(Slurp(*root + "/big.txt"), std::string(300'000, 'n'));
 }
 
 TEST_F(PackagesTest, LruEvictionNeverEvictsAPackageInUse) {

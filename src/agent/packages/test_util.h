@@ -1,19 +1,14 @@
 // Helpers for the packages and isolation tests: tar archives made on the
-// spot, and a tiny HTTP server.
+// spot (HTTP servers: testing/http_server.h).
 #pragma once
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "agent/packages/fetch.h"
@@ -58,61 +53,5 @@ inline v1::Package MakePackage(const std::string& name, const std::string& sha, 
   p.set_url(url);
   return p;
 }
-
-// Serves one file's bytes for GET /NAME (404 for anything else), counting
-// requests, on 127.0.0.1 and a port of its choosing.
-class TinyHttpServer {
- public:
-  TinyHttpServer(std::string name, std::string body) : name_(std::move(name)), body_(std::move(body)) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in addr = {};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    socklen_t len = sizeof(addr);
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-    listen(fd_, 16);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~TinyHttpServer() {
-    stop_ = true;
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    thread_.join();
-  }
-  std::string Url(const std::string& name) const { return absl::StrCat("http://127.0.0.1:", port_, "/", name); }
-  int requests() const { return requests_.load(); }
-
- private:
-  void Serve() {
-    while (!stop_) {
-      int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) return;
-      std::string req;
-      char buf[4096];
-      while (req.find("\r\n\r\n") == std::string::npos) {
-        ssize_t n = read(c, buf, sizeof(buf));
-        if (n <= 0) break;
-        req.append(buf, static_cast<size_t>(n));
-      }
-      ++requests_;
-      std::string resp;
-      if (req.rfind("GET /" + name_ + " ", 0) == 0) {
-        resp = absl::StrCat("HTTP/1.0 200 OK\r\nContent-Length: ", body_.size(), "\r\n\r\n", body_);
-      } else {
-        resp = "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n";
-      }
-      (void)!write(c, resp.data(), resp.size());
-      close(c);
-    }
-  }
-  std::string name_, body_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> requests_{0};
-  std::thread thread_;
-};
 
 }  // namespace herd::agent::testing

@@ -63,6 +63,9 @@ struct AgentOptions {
   // under package_cache_bytes by evicting the least recently used.
   std::string package_dir;
   int64_t package_cache_bytes = 10ll << 30;
+  // Archives larger than this are refused (0: package_cache_bytes). Over
+  // https the agent trusts the system's CAs and the cell CA of `identity`.
+  int64_t package_max_bytes = 0;
   // Directories local packages (file:// and absolute paths) may come from;
   // none by default.
   std::vector<std::string> package_file_dirs;

@@ -23,6 +23,9 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     p.cache.dir = options.package_dir.empty() ? options.root_dir + "/packages" : options.package_dir;
     p.cache.budget_bytes = options.package_cache_bytes;
     p.cache.local_dirs = options.package_file_dirs;
+    // Package servers may hold certificates the cell issued.
+    p.cache.fetch.extra_ca_pem = options.identity.ca_pem;
+    p.cache.fetch.max_bytes = options.package_max_bytes > 0 ? options.package_max_bytes : options.package_cache_bytes;
     p.cache.clock = clock;
     HERD_ASSIGN_OR_RETURN(std::shared_ptr<PackagesExtension> packages, PackagesExtension::Create(std::move(p)));
     out.push_back(std::move(packages));
