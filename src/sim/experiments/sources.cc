@@ -73,9 +73,17 @@ absl::StatusOr<SimWorkload> SyntheticWorkload(absl::string_view spec, const std:
       wo.constrained_jobs = v;
     } else if (kv.first == "anti_affinity") {
       wo.anti_affinity_jobs = v;
+    } else if (kv.first == "shapes") {
+      if (v != 2011 && v != 2015) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "synthetic spec: shapes=", kv.second, ": 2015 (the Borg paper's) or 2011 (the Google 2011 trace's)"));
+      }
+      wo.shapes = static_cast<int>(v);
+      if (wo.shapes == 2011) wo.tiny_nonprod_tasks = 0.01;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "synthetic spec: unknown key '", kv.first, "' (machines, tasks, fill, seed, constrained, anti_affinity)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("synthetic spec: unknown key '", kv.first,
+                       "' (machines, tasks, fill, seed, constrained, anti_affinity, shapes)"));
     }
   }
   if (co.machines < 1 || wo.tasks < 1 || wo.fill <= 0 || wo.fill > 2) {
@@ -93,7 +101,7 @@ absl::StatusOr<SimWorkload> SyntheticWorkload(absl::string_view spec, const std:
   Workload wl = MakeWorkload(w.machines, wo);
   w.jobs = std::move(wl.jobs);
   w.name = absl::StrCat("synthetic: ", co.machines, " machines, ", wl.tasks, " tasks, fill ", wo.fill, ", seed ",
-                        wo.seed);
+                        wo.seed, wo.shapes == 2011 ? ", 2011 shapes" : "");
   return w;
 }
 

@@ -73,14 +73,26 @@ struct Band {
 };
 // Share of jobs per band: free, batch, mid, production, monitoring.
 constexpr Band kBandsByJob[] = {{0.15, 0, 99}, {0.35, 100, 115}, {0.05, 116, 119}, {0.40, 120, 359}, {0.05, 360, 400}};
+// The same in the Google 2011 trace: few monitoring jobs, almost no mid tier
+// (docs/sim/calibration.md; the 2019 trace paper's tiers).
+constexpr Band kBandsByJob2011[] = {
+    {0.20, 0, 99}, {0.37, 100, 115}, {0.02, 116, 119}, {0.40, 120, 359}, {0.01, 360, 400}};
 
 }  // namespace
 
 Workload MakeWorkload(const std::vector<v1::Machine>& machines, const WorkloadOptions& o) {
   Rng rng(o.seed * 104'729 + 17);
-  std::lognormal_distribution<double> prod_cpu(std::log(0.6), 0.8);     // cores
-  std::lognormal_distribution<double> batch_cpu(std::log(0.3), 1.2);    // 18% under 0.1 core
-  std::lognormal_distribution<double> gib_per_core(std::log(4.0), 0.7);
+  const bool t2011 = o.shapes == 2011;
+  // Cores; memory per core. 2015: 18% of batch under 0.1 core. 2011: the
+  // shapes of the trace's tasks (medians set prod against non-prod before
+  // the fill rescales them; docs/sim/calibration.md).
+  std::lognormal_distribution<double> prod_cpu(std::log(t2011 ? 1.5 : 0.6), 0.8);
+  std::lognormal_distribution<double> batch_cpu(std::log(t2011 ? 1.9 : 0.3), t2011 ? 0.7 : 1.2);
+  std::lognormal_distribution<double> gib_per_core(std::log(t2011 ? 2.0 : 4.0), 0.7);
+  std::lognormal_distribution<double> prod_gib_2011(std::log(4.0), 1.0);
+  // One distribution for both under 2015 shapes (its draws stay as they were).
+  auto& prod_gib_per_core = t2011 ? prod_gib_2011 : gib_per_core;
+  const auto& bands = t2011 ? kBandsByJob2011 : kBandsByJob;
   double cap_cpu = 0, cap_mem = 0;
   std::vector<double> cpus, mems;
   for (const auto& m : machines) {
@@ -118,8 +130,8 @@ Workload MakeWorkload(const std::vector<v1::Machine>& machines, const WorkloadOp
     s.set_name(absl::StrCat(o.name_prefix, j++));
     s.set_user(o.users[rng.Uniform(o.users.size())]);
     double u = rng.UniformDouble(), acc = 0;
-    Band band = kBandsByJob[3];
-    for (const Band& b : kBandsByJob) {
+    Band band = bands[3];
+    for (const Band& b : bands) {
       acc += b.p;
       if (u < acc) {
         band = b;
@@ -143,7 +155,7 @@ Workload MakeWorkload(const std::vector<v1::Machine>& machines, const WorkloadOp
       if (tiny) tiny_so_far += n;
     }
     double cores = tiny ? 0.01 + 0.089 * rng.UniformDouble() : (prod ? prod_cpu(rng.engine()) : batch_cpu(rng.engine()));
-    double gib = std::max(0.03, (tiny ? 0.3 : cores) * gib_per_core(rng.engine()));
+    double gib = std::max(0.03, (tiny ? 0.3 : cores) * (prod ? prod_gib_per_core : gib_per_core)(rng.engine()));
     raw.push_back({cores, gib, prod, tiny});
     sum_cores += cores * static_cast<double>(n);
     sum_gib += gib * static_cast<double>(n);

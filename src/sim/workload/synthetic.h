@@ -42,6 +42,12 @@ struct WorkloadOptions {
   double prod_memory_share = 0.55;
   double tiny_nonprod_tasks = 0.20;
   double anti_affinity_jobs = 0.15;  // share of multi-task jobs with different_machines
+  // Task shapes and band shares: 2015 = the Borg paper's (above); 2011 = as
+  // in the Google 2011 trace (docs/sim/calibration.md: bigger tasks, 1%
+  // under 0.1 core, memory-heavier prod, few monitoring jobs). With 2011
+  // shapes pass about 10 tasks per machine, as the trace has (the fill
+  // scales sizes, so the count sets how big tasks are).
+  int shapes = 2015;
   std::string name_prefix = "j";
   std::vector<std::string> users = {"ads", "search", "mail", "maps", "video", "batch", "research", "infra"};
 };

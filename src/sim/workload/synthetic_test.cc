@@ -71,5 +71,36 @@ TEST(Synthetic, WorkloadFillsTheCellDeterministically) {
   EXPECT_NE(MakeWorkload(ms, other).jobs.size(), a.jobs.size());
 }
 
+TEST(Synthetic, The2011ShapesAreBiggerTasksAndFewTinyOnes) {
+  // The same cell and fill, ten tasks per machine: tasks as big as the
+  // 2011 trace's (median CPU ~3% of the largest machine, docs/sim/calibration.md),
+  // 1% of non-prod under 0.1 core, CPU:memory about the trace's.
+  CellOptions co;
+  co.machines = 500;
+  auto ms = MakeMachines(Shapes(), co);
+  WorkloadOptions wo;
+  wo.tasks = 5'000;
+  wo.shapes = 2011;
+  wo.tiny_nonprod_tasks = 0.01;
+  Workload a = MakeWorkload(ms, wo);
+  std::vector<double> cpu, ratio;  // CPU as a share of the largest machine; CPU:memory in those units
+  for (const auto& j : a.jobs) {
+    const auto& r = j.task().resources();
+    const double c = r.cpu_millis() / 48'000.0, m = static_cast<double>(r.memory_bytes()) / (192.0 * (1LL << 30));
+    for (int i = 0; i < j.task_count(); ++i) {
+      cpu.push_back(c);
+      ratio.push_back(c / m);
+    }
+  }
+  std::sort(cpu.begin(), cpu.end());
+  std::sort(ratio.begin(), ratio.end());
+  EXPECT_GT(cpu[cpu.size() / 2], 0.015);
+  EXPECT_LT(cpu[cpu.size() / 2], 0.08);
+  EXPECT_GT(ratio[ratio.size() / 2], 1.0);  // the trace's: 2.0
+  EXPECT_LT(ratio[ratio.size() / 2], 4.0);
+  EXPECT_LT(a.tiny_nonprod_share, 0.03);
+  EXPECT_NEAR(a.prod_cpu_share, 0.70, 0.05);
+}
+
 }  // namespace
 }  // namespace herd::sim

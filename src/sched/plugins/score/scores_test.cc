@@ -74,7 +74,9 @@ TEST_F(ScoresTest, PackIsBestFitThatAvoidsStranding) {
   TaskClass c = Class(JobBuilder("x").Cpu(100).Memory(900LL << 20).Build());
   PackingScore best(PackingPolicy::kBestFit), pack(PackingPolicy::kPack), hybrid(PackingPolicy::kHybrid);
   EXPECT_GT(S(pack, c, "half"), S(pack, c, "empty"));
-  EXPECT_LT(S(hybrid, c, "half"), S(hybrid, c, "empty"));  // E-PVM's cost spreads
+  EXPECT_LT(S(hybrid, c, "half"), S(hybrid, c, "empty"));  // E-PVM's cost spreads non-production work
+  TaskClass prod = Class(JobBuilder("p").Priority(200).Cpu(100).Memory(900LL << 20).Build());
+  EXPECT_GT(S(hybrid, prod, "half"), S(hybrid, prod, "empty"));  // and packs production
   EXPECT_GT(S(best, c, "lopsided"), S(best, c, "balanced"));
   EXPECT_LT(S(pack, c, "lopsided"), S(pack, c, "balanced"));
   EXPECT_GE(S(pack, c, "empty"), 0.0);
