@@ -27,10 +27,14 @@ TEST(Synthetic, MachinesHaveTraceShapesAndDomains) {
   }
 }
 
-TEST(Synthetic, WorkloadFillsTheCellDeterministically) {
+std::vector<v1::Machine> Cell(int machines) {
   CellOptions co;
-  co.machines = 200;
-  auto ms = MakeMachines(Shapes(), co);
+  co.machines = machines;
+  return MakeMachines(Shapes(), co);
+}
+
+TEST(Synthetic, WorkloadFillsTheCellDeterministically) {
+  auto ms = Cell(200);
   WorkloadOptions wo;
   wo.tasks = 20'000;
   wo.fill = 0.9;
@@ -75,14 +79,11 @@ TEST(Synthetic, The2011ShapesAreBiggerTasksAndFewTinyOnes) {
   // The same cell and fill, ten tasks per machine: tasks as big as the
   // 2011 trace's (median CPU ~3% of the largest machine, docs/sim/calibration.md),
   // 1% of non-prod under 0.1 core, CPU:memory about the trace's.
-  CellOptions co;
-  co.machines = 500;
-  auto ms = MakeMachines(Shapes(), co);
   WorkloadOptions wo;
   wo.tasks = 5'000;
   wo.shapes = 2011;
   wo.tiny_nonprod_tasks = 0.01;
-  Workload a = MakeWorkload(ms, wo);
+  Workload a = MakeWorkload(Cell(500), wo);
   std::vector<double> cpu, ratio;  // CPU as a share of the largest machine; CPU:memory in those units
   for (const auto& j : a.jobs) {
     const auto& r = j.task().resources();
