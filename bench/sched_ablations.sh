@@ -14,7 +14,8 @@
 # Environment:
 #   HERD=build/bin/herd  TRACES=../shared/data/traces  SEEDS=5  PARALLEL=2
 #   WORKLOADS="g-all gpuspec20 multigpu30 synth"   which workloads (also g-prod)
-#   SYNTH=machines=1250,tasks=100000,fill=0.9,seed=1   the synthetic one
+#   SYNTH=machines=1250,tasks=100000,fill=0.9,seed=1   the synthetic one (Borg 2015 shapes)
+#   SYNTH11=machines=1250,tasks=12500,fill=0.9,seed=1,shapes=2011   synth11, synth11-prod
 #   OPENB_PODS=0.3       share of each openb pod list (the first to arrive)
 #   GOOGLE_AT=           --at for the Google 2011 sample (default: its middle)
 #   EXTRA=               extra flags for every run (e.g. "--policy hybrid"
@@ -29,6 +30,8 @@ OPENB_PODS=${OPENB_PODS:-0.3}
 # g-prod is tiny in our sample (396 tasks, ~50 machines): not in the default.
 WORKLOADS=${WORKLOADS:-g-all gpuspec20 multigpu30 synth}
 SYNTH=${SYNTH:-machines=1250,tasks=100000,fill=0.9,seed=1}
+# Tasks shaped as in the Google 2011 trace, ten per machine (docs/sim/calibration.md).
+SYNTH11=${SYNTH11:-machines=1250,tasks=12500,fill=0.9,seed=1,shapes=2011}
 GROUPS_WANTED=${*:-policies sample spread priomix equiv cache shape picky}
 EXTRA=${EXTRA:-}
 
@@ -42,6 +45,8 @@ source_flags() {  # the `herd sim` source flags of a workload name
       echo --openb "$TRACES/alibaba-openb-2023/openb_node_list_all_node.csv" \
         "$TRACES/alibaba-openb-2023/openb_pod_list_$1.csv" --pods "$OPENB_PODS" ;;
     synth) echo --synthetic "$SYNTH" ;;
+    synth11) echo --synthetic "$SYNTH11" ;;
+    synth11-prod) echo --synthetic "$SYNTH11" --only prod ;;
     *) echo "unknown workload $1" >&2; exit 2 ;;
   esac
 }
@@ -76,7 +81,7 @@ want() { [[ " $GROUPS_WANTED " == *" $1 "* ]]; }
 for wl in $WORKLOADS; do
   if want policies; then
     run "$wl" fullscan-best "${FULLSCAN[@]}"
-    for p in best hybrid worst k8s; do run "$wl" "$p" --policy "$p"; done
+    for p in best hybrid worst k8s pack; do run "$wl" "$p" --policy "$p"; done
   fi
   for p in best hybrid; do
     if want sample; then
