@@ -110,44 +110,32 @@ bool Registry::Admit(Family& family, const Labels& labels) {
   return false;
 }
 
-Counter Registry::GetCounter(const std::string& name, const std::string& help, const Labels& labels) {
+template <typename Handle, typename Metric, typename... Args>
+Handle Registry::Get(const std::string& name, const std::string& help, Type type, const Labels& labels,
+                     const Args&... args) {
   absl::MutexLock l(&mu_);
-  Family* f = FamilyFor(name, help, Type::kCounter);
-  if (f == nullptr || !Admit(*f, labels)) return Counter();
+  Family* f = FamilyFor(name, help, type);
+  if (f == nullptr || !Admit(*f, labels)) return Handle();
   try {
-    return Counter(&std::get<0>(f->family)->Add(ToProm(labels)));
+    return Handle(&std::get<prometheus::Family<Metric>*>(f->family)->Add(ToProm(labels), args...));
   } catch (const std::exception& e) {
     f->series.erase(labels);
     HERD_BUG(absl::StrCat("metric ", name, ": ", e.what()));
-    return Counter();
+    return Handle();
   }
 }
 
+Counter Registry::GetCounter(const std::string& name, const std::string& help, const Labels& labels) {
+  return Get<Counter, prometheus::Counter>(name, help, Type::kCounter, labels);
+}
+
 Gauge Registry::GetGauge(const std::string& name, const std::string& help, const Labels& labels) {
-  absl::MutexLock l(&mu_);
-  Family* f = FamilyFor(name, help, Type::kGauge);
-  if (f == nullptr || !Admit(*f, labels)) return Gauge();
-  try {
-    return Gauge(&std::get<1>(f->family)->Add(ToProm(labels)));
-  } catch (const std::exception& e) {
-    f->series.erase(labels);
-    HERD_BUG(absl::StrCat("metric ", name, ": ", e.what()));
-    return Gauge();
-  }
+  return Get<Gauge, prometheus::Gauge>(name, help, Type::kGauge, labels);
 }
 
 Histogram Registry::GetHistogram(const std::string& name, const std::string& help, const std::vector<double>& buckets,
                                  const Labels& labels) {
-  absl::MutexLock l(&mu_);
-  Family* f = FamilyFor(name, help, Type::kHistogram);
-  if (f == nullptr || !Admit(*f, labels)) return Histogram();
-  try {
-    return Histogram(&std::get<2>(f->family)->Add(ToProm(labels), buckets));
-  } catch (const std::exception& e) {
-    f->series.erase(labels);
-    HERD_BUG(absl::StrCat("metric ", name, ": ", e.what()));
-    return Histogram();
-  }
+  return Get<Histogram, prometheus::Histogram>(name, help, Type::kHistogram, labels, buckets);
 }
 
 void Registry::RetainGauges(const std::string& name, const std::function<bool(const Labels&)>& keep) {

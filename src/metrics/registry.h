@@ -128,6 +128,10 @@ class Registry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `family` may hold `labels` (it has them, or has room).
   bool Admit(Family& family, const Labels& labels) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The handle of one series (Get* above); `args` make a new one.
+  template <typename Handle, typename Metric, typename... Args>
+  Handle Get(const std::string& name, const std::string& help, Type type, const Labels& labels,
+             const Args&... args);
 
   const size_t max_series_;
   std::unique_ptr<prometheus::Registry> registry_;
