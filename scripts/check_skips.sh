@@ -4,7 +4,9 @@
 # cases called GTEST_SKIP, see src/testing/gtest_main.cc) and fails if one of
 # them had no expected reason to skip:
 #   label "root"    expected only when not running as root;
-#   label "traces"  expected only when HERD_TRACES_DIR (CMake cache) is absent.
+#   label "traces"  expected only when HERD_TRACES_DIR (CMake cache) is absent;
+#   label "prometheus" expected only when the prometheus binary is absent
+#                   (scripts/setup.sh installs it).
 set -euo pipefail
 log=$1
 skipped=$(sed -n '/The following tests did not run:/,/^$/p' "$log" | grep '(Skipped)' | awk '{print $3}' || true)
@@ -15,6 +17,7 @@ labelled() {  # the tests that carry label $1
 }
 root_tests=$(labelled root)
 trace_tests=$(labelled traces)
+prometheus_tests=$(labelled prometheus)
 traces_dir=$(sed -n 's/^HERD_TRACES_DIR:PATH=//p' CMakeCache.txt)
 
 unexpected=0
@@ -26,6 +29,8 @@ for t in $skipped; do
     why="needs root (run as root to include it)"
   elif grep -qx "$t" <<<"$trace_tests" && [ ! -d "$traces_dir" ]; then
     why="needs the real traces, not found at ${traces_dir:-?} (set HERD_TRACES and reconfigure)"
+  elif grep -qx "$t" <<<"$prometheus_tests" && ! command -v prometheus >/dev/null; then
+    why="needs prometheus (Debian package prometheus; scripts/setup.sh installs it)"
   fi
   if [ -n "$why" ]; then
     echo "  $t: SKIPPED, $why"

@@ -432,11 +432,14 @@ void PassRunner::Run() {
     // over a sample that grows with it instead of filling its first sample.
     if (opt_.relaxed_randomization && !cs.scan_done) Scan(cs, 1);
   }
+  // The cache copies each failed class's diagnosis: save before the
+  // diagnoses move into the result, or later passes skip the class with an
+  // empty one ("0/3 machines fit", no reasons; issue #15).
+  if (opt_.score_cache) SaveToCache();
   for (ClassState* cs : class_list_) {
     if (cs->unplaced.empty()) continue;
     out_.pending.push_back(PendingClass{cs->cls.job->id, std::move(cs->unplaced), std::move(cs->why)});
   }
-  if (opt_.score_cache) SaveToCache();
 }
 
 Scheduler::Scheduler(Options options)

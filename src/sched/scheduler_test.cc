@@ -394,5 +394,46 @@ TEST(Scheduler, FailedClassesAreSkippedUntilCapacityIsFreed) {
   EXPECT_EQ(Commit(s, third), 2);  // the freed 2000m takes "other" (100m) and one 1000m task
 }
 
+
+// Issue #15: a class that could not fit is skipped on later passes with the
+// diagnosis the score cache kept; the pass used to move its diagnosis into
+// the result before the cache copied it, so later passes said "0/3 machines
+// fit" with no reasons.
+TEST(Scheduler, WhyKeepsItsReasonsOnLaterPasses) {
+  cell::CellState s;
+  AddMachines(s, 3, 8000, 8LL << 30);  // racks r0 = {m0, m1}, r1 = {m2}; no gpu
+  ASSERT_TRUE(s.Apply(Submit(JobBuilder("gpu").Tasks(2).Extended("gpu", 1).Build())).ok());
+  Scheduler sched(Plain());
+  PassResult first = sched.RunPass(s);
+  ASSERT_EQ(first.pending.size(), 1u);
+  const std::string want = first.pending[0].why.ToString();
+  ASSERT_FALSE(first.pending[0].why.reasons.empty()) << want;
+  for (int pass = 2; pass <= 4; ++pass) {
+    PassResult later = sched.RunPass(s);
+    EXPECT_EQ(later.classes_skipped, 1) << "pass " << pass;
+    ASSERT_EQ(later.pending.size(), 1u) << "pass " << pass;
+    EXPECT_EQ(later.pending[0].indexes, (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(later.pending[0].why.ToString(), want) << "pass " << pass;
+    EXPECT_EQ(later.pending[0].why.reasons, first.pending[0].why.reasons) << "pass " << pass;
+  }
+}
+
+TEST(Scheduler, WhyKeepsItsReasonsOnLaterPassesForSpreadLimits) {
+  cell::CellState s;
+  AddMachines(s, 3, 8000, 8LL << 30);  // two racks
+  ASSERT_TRUE(s.Apply(Submit(JobBuilder("rk").Tasks(4).MaxPerDomain("rack", 1).Build())).ok());
+  Scheduler sched(Plain());
+  PassResult first = sched.RunPass(s);
+  ASSERT_EQ(Commit(s, first), 2);
+  ASSERT_EQ(first.pending.size(), 1u);
+  const std::string want = "0/3 machines fit: 3 job's limit per failure domain reached";
+  EXPECT_EQ(first.pending[0].why.ToString(), want);
+  for (int pass = 2; pass <= 3; ++pass) {
+    PassResult later = sched.RunPass(s);
+    ASSERT_EQ(later.pending.size(), 1u) << "pass " << pass;
+    EXPECT_EQ(later.pending[0].why.ToString(), want) << "pass " << pass;
+  }
+}
+
 }  // namespace
 }  // namespace herd::sched

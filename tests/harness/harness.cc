@@ -664,6 +664,9 @@ absl::Status Cell::StartAgent(const std::string& name, const std::string& rack, 
                            "--listen",   site.host + ":0", "--name",    name,
                            "--root",     root,          "--capacity", options_.capacity,
                            "--attr",     "rack=" + rack});
+  if (auto it = options_.agent_flags.find(name); it != options_.agent_flags.end()) {
+    argv.insert(argv.end(), it->second.begin(), it->second.end());
+  }
   auto child = Child::Spawn(name, argv, dir_.Sub("logs/" + name + ".log"));
   if (!child.ok()) return child.status();
   slot.child = std::move(*child);

@@ -183,6 +183,8 @@ class Cell {
     // Users whose credentials are admin ones (the rest are plain users).
     std::vector<std::string> admins = {"alice"};
     std::vector<std::string> master_flags;  // extra `herd master` flags
+    // Extra `herd agent` flags, by agent name (e.g. "m1" -> {"--metrics", ...}).
+    std::map<std::string, std::vector<std::string>> agent_flags;
   };
 
   Cell();

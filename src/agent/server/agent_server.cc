@@ -14,7 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "agent/server/agent_protocol.h"
 #include "agent/server/exec.h"
+#include "agent/server/agent_metrics.h"
 #include "agent/server/extensions.h"
+#include "metrics/server/metrics_server.h"
 #include "agent/server/logs.h"
 #include "agent/supervisor/supervisor.h"
 #include "base/clock.h"
@@ -167,8 +169,10 @@ absl::Status ResolveOptions(AgentOptions& o, std::map<std::string, std::string>*
 
 // The extensions (containers, ports, health, packages) and the supervisor
 // over them, which re-adopts the runs it finds under the root directory.
-absl::StatusOr<std::unique_ptr<Supervisor>> StartSupervisor(const AgentOptions& o) {
+absl::StatusOr<std::unique_ptr<Supervisor>> StartSupervisor(const AgentOptions& o, metrics::Registry* registry) {
   HERD_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<Extension>> extensions, BuildExtensions(o));
+  // Last: it counts what the others have said of an attempt (an OOM kill).
+  if (registry != nullptr) extensions.push_back(std::make_shared<MetricsExtension>(*registry));
   Supervisor::Options so;
   so.root_dir = o.root_dir;
   so.shim_path = o.shim_path;
@@ -252,7 +256,10 @@ int RunAgent(AgentOptions o) {
     HERD_LOG_ERROR("{}", st.message());
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<Supervisor>> sup = StartSupervisor(o);
+  // Outlives the supervisor (whose extension updates it) and the server.
+  metrics::Registry registry;
+  metrics::Registry* const reg = o.metrics.empty() ? nullptr : &registry;
+  absl::StatusOr<std::unique_ptr<Supervisor>> sup = StartSupervisor(o, reg);
   if (!sup.ok()) {
     HERD_LOG_ERROR("cannot start the agent: {}", sup.status().message());
     return 1;
@@ -266,6 +273,23 @@ int RunAgent(AgentOptions o) {
     return 1;
   }
   HERD_LOG_INFO("agent {} listening on {} with {} (runs in {})", o.name, bound, o.capacity.ToString(), o.root_dir);
+  std::unique_ptr<metrics::MetricsServer> metrics_server;
+  if (reg != nullptr) {
+    AddTaskUsageGauges(*reg, sup->get());
+    metrics::MetricsServerOptions mo;
+    mo.address = o.metrics;
+    mo.identity = o.identity;
+    mo.token_file = o.metrics_token_file;
+    auto started = metrics::MetricsServer::Start(std::move(mo), reg);
+    if (!started.ok()) {
+      HERD_LOG_ERROR("{}", started.status().message());
+      (*server)->Shutdown(std::chrono::system_clock::now());
+      return 1;
+    }
+    metrics_server = std::move(*started);
+    HERD_LOG_INFO("metrics on https://{}/metrics (TLS server name {})", metrics_server->address(),
+                  metrics_server->server_name());
+  }
   {
     MasterContact contact(o, **sup, polls, bound);
     WaitForStopSignal();
@@ -276,6 +300,7 @@ int RunAgent(AgentOptions o) {
   } else {
     HERD_LOG_INFO("agent stopping; tasks keep running and will be re-adopted");
   }
+  metrics_server.reset();  // its gauges read the supervisor
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   sup->reset();
   return 0;

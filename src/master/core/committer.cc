@@ -1,5 +1,7 @@
 #include "master/core/committer.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/log.h"
@@ -128,6 +130,7 @@ int64_t Committer::ApplyLocked(v1::Mutation& m, absl::string_view actor) {
   absl::Status st = state_.Apply(m, &fx);
   HERD_CHECK_MSG(st.ok(), st.ToString());  // callers checked first
   if (effects_fn_) effects_fn_(fx);
+  if (opts_.on_applied) opts_.on_applied(m);
   feed_.push_back(m);
   while (feed_.size() > opts_.feed_size) feed_.pop_front();
   return m.revision();
@@ -175,7 +178,16 @@ absl::Status Committer::CheckSpace() const {
                                                    " MiB: changes are refused until space is freed (reads work)"));
 }
 
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
 absl::StatusOr<int64_t> Committer::Commit(absl::string_view actor, const BuildFn& build) {
+  const auto t0 = std::chrono::steady_clock::now();
   HERD_RETURN_IF_ERROR(CheckLeading());
   HERD_RETURN_IF_ERROR(CheckSpace());
   int64_t last;
@@ -197,6 +209,7 @@ absl::StatusOr<int64_t> Committer::Commit(absl::string_view actor, const BuildFn
     log_->Enqueue(queued);
   }
   HERD_RETURN_IF_ERROR(WaitAndCheck(last));
+  if (opts_.on_durable) opts_.on_durable(SecondsSince(t0));
   return last;
 }
 
@@ -210,6 +223,7 @@ std::vector<absl::Status> Committer::CommitEachNoWait(absl::string_view actor, s
 
 std::vector<absl::Status> Committer::CommitEachImpl(absl::string_view actor, std::vector<v1::Mutation> mutations,
                                                     bool wait) {
+  const auto t0 = std::chrono::steady_clock::now();
   if (absl::Status lead = CheckLeading(); !lead.ok()) return std::vector<absl::Status>(mutations.size(), lead);
   if (absl::Status space = CheckSpace(); !space.ok()) return std::vector<absl::Status>(mutations.size(), space);
   std::vector<absl::Status> out(mutations.size());
@@ -235,6 +249,8 @@ std::vector<absl::Status> Committer::CommitEachImpl(absl::string_view actor, std
       for (auto& s : out) {
         if (s.ok()) s = st;
       }
+    } else if (opts_.on_durable) {
+      opts_.on_durable(SecondsSince(t0));
     }
   }
   return out;

@@ -51,6 +51,12 @@ class Committer {
     // would otherwise leave memory ahead of disk and stop the master.
     std::function<int64_t()> free_bytes;
     int64_t min_free_bytes = 64ll << 20;
+    // For metrics (null: none). on_applied: each mutation this committer
+    // applies as the leader, under the state lock (keep it cheap).
+    // on_durable: for each Commit or CommitEach, the seconds from the call
+    // until its mutations were durable.
+    std::function<void(const v1::Mutation&)> on_applied;
+    std::function<void(double seconds)> on_durable;
   };
   using BuildFn = std::function<absl::StatusOr<std::vector<v1::Mutation>>(const cell::CellState&)>;
   using EffectsFn = std::function<void(const cell::Effects&)>;

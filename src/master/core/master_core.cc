@@ -2,6 +2,7 @@
 
 #include "base/log.h"
 #include "base/status.h"
+#include "master/core/master_metrics.h"
 #include "master/core/recovery.h"
 
 namespace herd::master {
@@ -32,12 +33,14 @@ MasterCore::MasterCore(store::LogStore* reader, Clock* clock, MasterOptions opti
   api_.options = &options_;
   api_.why = &why_;
   api_.started_ms = clock->NowMs();
+  if (options_.metrics != nullptr) AddCellGauges(*options_.metrics, this);
 }
 
 absl::StatusOr<std::unique_ptr<MasterCore>> MasterCore::CreateFollower(store::LogStore* store, Clock* clock,
                                                                        MasterOptions options,
                                                                        cell::CellState state) {
   if (options.authorizer == nullptr) return absl::InvalidArgumentError("MasterOptions.authorizer is not set");
+  if (options.metrics != nullptr) AddMetricHooks(*options.metrics, &options);
   return std::unique_ptr<MasterCore>(new MasterCore(store, clock, std::move(options), std::move(state)));
 }
 
@@ -89,6 +92,15 @@ void MasterCore::BuildLeaderParts(AgentLink* link) {
     sched_loop_ = std::make_unique<sched::SchedulerLoop>(sched_source_.get(), sched_sink_.get(), clock_,
                                                          options_.scheduler, options_.scheduler_loop);
   }
+}
+
+UserRecords MasterCore::Users() {
+  return [this](const std::string& name) {
+    return committer_->Read([&](const cell::CellState& s) -> std::optional<v1::User> {
+      const v1::User* u = s.FindUser(name);
+      return u ? std::optional<v1::User>(*u) : std::nullopt;
+    });
+  };
 }
 
 MasterCore::~MasterCore() { Stop(); }

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/clock.h"
+#include "master/core/admission/identity.h"
 #include "master/core/api/context.h"
 #include "master/core/api/access.h"
 #include "master/core/api/jobs.h"
@@ -74,6 +75,8 @@ class MasterCore {
   // The in-process scheduler (nullptr with run_scheduler = false).
   sched::SchedulerLoop* scheduler() { return sched_loop_.get(); }
   WhyStore& why_store() { return why_; }
+  // The cell's user records, for Identify (capabilities, revocation).
+  UserRecords Users();
   LinkShard* link() { return link_shard_.get(); }
 
  private:

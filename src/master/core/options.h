@@ -9,6 +9,7 @@
 #include "master/core/admission/authorizer.h"
 #include "master/core/committer.h"
 #include "master/core/link/link_shard.h"
+#include "metrics/registry.h"
 #include "pki/pki.h"
 #include "sched/framework/options.h"
 #include "sched/loop/scheduler_loop.h"
@@ -35,6 +36,9 @@ struct MasterOptions {
   std::optional<pki::Credential> credential;
   // The cell's CA, if this master issues user credentials (herd user add).
   std::optional<pki::Authority> authority;
+  // Where the master's metrics go (master_metrics.h); null: none. Must
+  // outlive the MasterCore.
+  metrics::Registry* metrics = nullptr;
 };
 
 }  // namespace herd::master

@@ -31,12 +31,7 @@ absl::StatusOr<Principal> HerdService::Caller(const grpc::ServerContext* ctx) {
   } else if (forwarded.status().code() != absl::StatusCode::kNotFound) {
     return forwarded.status();
   }
-  return Identify(*cert, rpc::ActingAs(ctx), [&](const std::string& name) {
-    return core_->committer().Read([&](const cell::CellState& s) -> std::optional<v1::User> {
-      const v1::User* u = s.FindUser(name);
-      return u ? std::optional<v1::User>(*u) : std::nullopt;
-    });
-  });
+  return Identify(*cert, rpc::ActingAs(ctx), core_->Users());
 }
 
 absl::StatusOr<Principal> HerdService::Admit(const grpc::ServerContext* ctx) {

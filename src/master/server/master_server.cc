@@ -19,6 +19,7 @@
 #include "master/core/admission/audit.h"
 #include "master/server/grpc_api.h"
 #include "master/server/read_barrier.h"
+#include "metrics/server/metrics_server.h"
 #include "rpc/rpc.h"
 #include "master/core/recovery.h"
 #include "store/etcd/etcd_client.h"
@@ -73,11 +74,38 @@ struct Api {
   std::unique_ptr<HerdService> service;
   std::unique_ptr<grpc::Server> server;
   std::string bound;
+  std::unique_ptr<metrics::MetricsServer> metrics;  // with --metrics
 
   void Stop() {
+    metrics.reset();  // before the core its gauges read goes
     if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }
 };
+
+// --metrics: the registry over HTTPS. A scraper's certificate goes through
+// the master's Authorizer like any request (action read-metrics, revoked
+// users refused); the bearer token is the operator's own secret.
+absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const ServerOptions& options,
+                                                                     MasterCore* core) {
+  metrics::MetricsServerOptions mo;
+  mo.address = options.metrics;
+  mo.identity = *options.core.credential;
+  mo.token_file = options.metrics_token_file;
+  mo.authorize = [core](const metrics::Scraper& s) -> absl::Status {
+    if (s.token) return absl::OkStatus();
+    if (!s.cert) {
+      return absl::UnauthenticatedError("a client certificate of the cell or the metrics bearer token is needed");
+    }
+    absl::StatusOr<Principal> who = Identify(*s.cert, "", core->Users());
+    if (!who.ok()) return who.status();
+    return core->access().ReadMetrics(*who);
+  };
+  auto server = metrics::MetricsServer::Start(std::move(mo), options.core.metrics);
+  if (!server.ok()) return server.status();
+  HERD_LOG_INFO("metrics on https://{}/metrics (TLS server name {})", (*server)->address(),
+                (*server)->server_name());
+  return server;
+}
 
 absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, Forwarder* forwarder,
                              const std::string& store_name, std::function<void()> read_barrier = nullptr) {
@@ -90,6 +118,14 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, For
   if (!server.ok()) return server.status();
   api.server = std::move(*server);
   api.service->SetIdentity(api.bound, store_name);
+  if (!options.metrics.empty()) {
+    auto metrics = StartMetrics(options, core);
+    if (!metrics.ok()) {
+      api.Stop();
+      return metrics.status();
+    }
+    api.metrics = std::move(*metrics);
+  }
   const std::filesystem::path addr = std::filesystem::path(options.data_dir) / "master.addr";
   std::ofstream(addr.string() + ".tmp") << api.bound << "\n";
   std::error_code ec;
@@ -351,6 +387,9 @@ int RunReplica(ServerOptions options) {
 int RunMaster(const ServerOptions& o) {
   InitLogging("master", o.log_file);
   ServerOptions options = o;
+  // Outlives the core (whose parts update it) and the metrics server.
+  metrics::Registry registry;
+  if (!options.metrics.empty()) options.core.metrics = &registry;
   if (absl::Status st = LoadIdentity(options, &options.core); !st.ok()) {
     HERD_LOG_ERROR("{}", st.message());
     return 1;

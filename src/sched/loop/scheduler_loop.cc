@@ -154,6 +154,7 @@ absl::Status SchedulerLoop::Pass() {
   PassResult result = scheduler_.RunPass(replica_, now_ms);
   const int64_t us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+  if (loop_.on_pass) loop_.on_pass(static_cast<double>(us) / 1e6, result);
   if (options_.max_tasks_per_pass > 0 && result.tasks_considered >= options_.max_tasks_per_pass) {
     dirty_ = true;  // the pass stopped early: more to look at
   }

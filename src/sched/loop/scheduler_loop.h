@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,6 +77,9 @@ struct LoopOptions {
   int64_t max_error_backoff_ms = 5'000;
   // Log each pass that proposed something at INFO (else DEBUG).
   bool log_passes = false;
+  // For metrics (null: none): after each pass, how long it took (seconds)
+  // and its result (before its proposals are sent). On the loop's thread.
+  std::function<void(double seconds, const PassResult& result)> on_pass;
 };
 
 class SchedulerLoop {

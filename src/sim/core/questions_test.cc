@@ -33,6 +33,17 @@ TEST(Questions, HowManyFit) {
   EXPECT_FALSE(HowManyFit(s, JobBuilder("batch", "bob").Build(), sched::Options()).ok());
 }
 
+// Issue #15: `herd sim fit` reported the last pass's diagnosis, which came
+// from the score cache with its reasons lost ("0/4 machines fit").
+TEST(Questions, HowManyFitSaysWhyWithReasons) {
+  cell::CellState s = FourMachines();
+  // The first pass places 16; the second skips the class as known not to fit.
+  auto a = HowManyFit(s, JobBuilder("probe").Cpu(1000).Build(), sched::Options(), 100);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->fit, 16);
+  EXPECT_EQ(a->why, "0/4 machines fit: 4 insufficient cpu");
+}
+
 TEST(Questions, WouldEvict) {
   cell::CellState s = FourMachines();
   ASSERT_TRUE(s.Apply(Submit(JobBuilder("svc").Priority(200).Tasks(4).Cpu(3000).DifferentMachines().Build())).ok());

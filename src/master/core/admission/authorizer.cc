@@ -58,6 +58,8 @@ absl::string_view ActionName(Action a) {
       return "notify-machine";
     case Action::kDrainMachine:
       return "drain-machine";
+    case Action::kReadMetrics:
+      return "read-metrics";
     case Action::kCount:
       break;
   }
@@ -164,6 +166,7 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
     case Action::kListMachines:
     case Action::kListQuotas:
     case Action::kReadCell:
+    case Action::kReadMetrics:
       return absl::OkStatus();
     case Action::kSetQuota:
       return need(Capability::kQuotaAdmin);

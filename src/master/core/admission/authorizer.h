@@ -95,6 +95,7 @@ enum class Action {
   kRunTaskAs,        // Submit of a job whose tasks name a machine account (isolation.user; account: which)
   kNotifyMachine,    // MachineChanged: a machine asks to be polled now (only itself)
   kDrainMachine,     // DrainMachines: drain or undrain (machine: which)
+  kReadMetrics,      // GET /metrics on the master (herd master --metrics)
   kCount,
 };
 // "submit-job", "kill-job", ...: how messages and the audit log name it.
@@ -134,7 +135,7 @@ class AllowAll final : public Authorizer {
 // - a scheduler may read the cell and propose placements;
 // - a user may submit, kill, exec into, and read the logs and secrets of
 //   their own jobs; may read every job's status (env values hidden), the
-//   machines, the quotas and the cell; everything else needs a capability:
+//   machines, the quotas, the cell and its metrics; everything else needs a capability:
 //   quota-admin to set quotas, exec-any to exec into others' tasks,
 //   read-all for others' secrets and logs, the cell's stream and
 //   checkpoints, admin for the rest (changing others' jobs, users,

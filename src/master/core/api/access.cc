@@ -106,4 +106,8 @@ absl::StatusOr<v1::UpdateUserResponse> AccessApi::UpdateUser(const Principal& wh
   return r;
 }
 
+absl::Status AccessApi::ReadMetrics(const Principal& who) {
+  return ctx_.Authorize(who, Action::kReadMetrics, Resource{});
+}
+
 }  // namespace herd::master

@@ -37,6 +37,8 @@ class AccessApi {
   // kManageUsers; grants or takes away capabilities, or revokes every
   // credential of the user issued until now (UserSet).
   absl::StatusOr<v1::UpdateUserResponse> UpdateUser(const Principal& who, const v1::UpdateUserRequest& req);
+  // kReadMetrics on the cell: may `who` scrape this master's /metrics.
+  absl::Status ReadMetrics(const Principal& who);
 
  private:
   const ApiContext& ctx_;

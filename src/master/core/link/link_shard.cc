@@ -436,6 +436,7 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
       latency_next_ = (latency_next_ + 1) % kLatencyWindow;
     }
   }
+  if (opts_.on_poll) opts_.on_poll(static_cast<double>(now_mono - plan.started_ms) / 1000.0, resp.ok());
   if (!resp.ok()) {
     bool mark_down = false, lease_wait = false;
     int misses;

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -86,6 +87,10 @@ class LinkShard {
     // down_after_misses).
     int64_t task_lease_ms = 0;
     std::string master_name = "master";
+    // For metrics (null: none): each poll's round trip in seconds (send to
+    // reply or failure, at the clock's millisecond resolution) and whether
+    // it was answered. Called on a link thread, without the shard's lock.
+    std::function<void(double seconds, bool answered)> on_poll;
   };
   // Beyond the lease and the grace period, before a machine holding
   // at-most-once tasks is marked down: for the shim's check interval, the

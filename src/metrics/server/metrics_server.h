@@ -1,0 +1,102 @@
+// `--metrics HOST:PORT`: a registry's metrics over HTTPS at /metrics, for
+// Prometheus, on the master and on every agent.
+//
+// The cell's rule holds here too: the port speaks TLS only (the process's own
+// certificate, signed by the cell CA), every request is authenticated and
+// authorized through one seam, and every input has a size limit. A scraper
+// proves who it is in one of two ways, both of which Prometheus supports:
+//  - a client certificate signed by the cell's CA (Prometheus's tls_config
+//    cert_file/key_file), verified by the TLS handshake;
+//  - a bearer token (Prometheus's authorization credentials_file) equal to
+//    the one in --metrics-token-file, compared in constant time.
+// The process decides what each may do (MetricsAuthorizer): the master asks
+// its Authorizer (action read-metrics), an agent its own rule.
+//
+// Requests: GET /metrics only; a body of at most kMaxBodyBytes; headers
+// within cpp-httplib's 8 KiB; a few threads, short read and write timeouts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "metrics/registry.h"
+#include "pki/pki.h"
+
+namespace httplib {
+class SSLServer;
+}
+
+namespace herd::metrics {
+
+// Who is scraping, as far as the connection and the request prove it.
+struct Scraper {
+  // The client certificate the TLS handshake verified against the cell CA.
+  std::optional<pki::CertInfo> cert;
+  // The request carried the configured bearer token.
+  bool token = false;
+  std::string peer;  // "IP:PORT", for the log
+
+  // "user prometheus", "the metrics token", "an anonymous client".
+  std::string ToString() const;
+};
+
+// OK to serve; PERMISSION_DENIED (answered 403) or UNAUTHENTICATED (401)
+// otherwise. Called on a server thread for every request.
+using MetricsAuthorizer = std::function<absl::Status(const Scraper&)>;
+
+// The agents' rule (and the default): the token, or a certificate of the
+// master or of any user of the cell. (An agent does not see the master's
+// user records: a revoked user's certificate passes here until it expires;
+// the master's rule checks revocation.)
+absl::Status AllowTokenMasterOrUser(const Scraper& who);
+
+struct MetricsServerOptions {
+  std::string address;  // HOST:PORT; port 0 picks one
+  // The server's credential: its certificate and key are presented, and
+  // client certificates must be signed by its CA.
+  pki::Credential identity;
+  // A file holding the bearer token ("" accepts none). Read once at start;
+  // it must not be readable by everyone and must hold at least
+  // kMinTokenBytes (surrounding whitespace is ignored).
+  std::string token_file;
+  MetricsAuthorizer authorize = AllowTokenMasterOrUser;
+  int threads = 2;
+};
+
+class MetricsServer {
+ public:
+  static constexpr size_t kMaxBodyBytes = 1024;
+  static constexpr size_t kMinTokenBytes = 16;
+
+  // Binds and starts serving `registry` (which must outlive the server).
+  // UNAVAILABLE if the address cannot be bound; INVALID_ARGUMENT for a bad
+  // address, credential or token file.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(MetricsServerOptions options, Registry* registry);
+  ~MetricsServer();  // stops serving
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  // HOST:PORT bound.
+  const std::string& address() const { return bound_; }
+  // The TLS server name its certificate carries (what a scraper must expect,
+  // Prometheus's tls_config server_name): "master.herd", "<hash>.machine.herd".
+  const std::string& server_name() const { return server_name_; }
+
+ private:
+  MetricsServer() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string bound_;
+  std::string server_name_;
+};
+
+// Reads a bearer token file (for --metrics-token-file); the checks of
+// MetricsServerOptions::token_file.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+
+}  // namespace herd::metrics
