@@ -33,6 +33,7 @@ v1::TaskRun BuildTaskRun(const cell::CellState& state, const cell::Task& t) {
   if (tt.has_health_check()) *run.mutable_health_check() = tt.health_check();
   if (tt.has_isolation()) *run.mutable_isolation() = tt.isolation();
   run.set_at_most_once(spec.at_most_once());
+  run.set_job_version(t.job_version());
   return run;
 }
 
