@@ -1,15 +1,19 @@
 // Updating jobs on a real cell (issue #14): submitting a changed spec of a
 // live job updates it by class -- a label touches no process, a new command
 // restarts every task where it runs -- `herd diff` says so beforehand and
-// changes nothing, and `herd scale` adds or removes tasks without touching
-// the others. Real master, agents and task processes, driven by the CLI.
+// changes nothing, more memory that fits is taken in place (the cgroup's
+// limit changes under the running process), and `herd scale` adds or
+// removes tasks without touching the others. Real master, agents and task processes, driven by the CLI.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "harness/harness.h"
 
 namespace herd {
@@ -23,11 +27,24 @@ using harness::Summarize;
 using namespace std::chrono_literals;
 
 // Three tasks that print which version of the command they run, then sleep.
-std::string Spec(int command_version, const std::string& team) {
+std::string Spec(int command_version, const std::string& team, const std::string& memory = "32Mi") {
   return absl::StrCat("name: web\nuser: alice\npriority: production\ntasks: 3\n",
                       "command: [\"/bin/sh\", \"-c\", \"echo command ", command_version,
-                      " task ${task.index}; sleep 3600\"]\n",
-                      "resources: {cpu: 200m, memory: 32Mi}\ngrace_period: 1s\nlabels: {team: ", team, "}\n");
+                      " task ${task.index}; sleep 3600\"]\n", "resources: {cpu: 200m, memory: ", memory,
+                      "}\ngrace_period: 1s\nlabels: {team: ", team, "}\n");
+}
+
+// The memory limit of the cgroup `pid` is in, as the kernel has it; "" if
+// it is in none of the agent's (no cgroups here).
+std::string MemoryLimit(int64_t pid) {
+  std::istringstream in(harness::ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/cgroup")));
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
+    if (f.size() != 3 || !absl::StrContains(f[2], "/ls/")) continue;
+    if (f[1] == "memory") return harness::ReadFileOrEmpty("/sys/fs/cgroup/memory" + f[2] + "/memory.limit_in_bytes");
+    if (f[1].empty()) return harness::ReadFileOrEmpty("/sys/fs/cgroup" + f[2] + "/memory.max");
+  }
+  return "";
 }
 
 class UpdateTest : public ::testing::Test {
@@ -66,7 +83,7 @@ class UpdateTest : public ::testing::Test {
   Cell cell_;
 };
 
-TEST_F(UpdateTest, LabelsTouchNothingCommandsRestartScaleKeepsSurvivorsAndDiffChangesNothing) {
+TEST_F(UpdateTest, LabelsTouchNothingLimitsChangeInPlaceCommandsRestartScaleKeepsSurvivors) {
   const std::string v1_file = cell_.WriteSpec("v1.yaml", Spec(1, "search"));
   RunResult r = Herd({"submit", v1_file});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
@@ -104,22 +121,46 @@ TEST_F(UpdateTest, LabelsTouchNothingCommandsRestartScaleKeepsSurvivorsAndDiffCh
     EXPECT_TRUE(harness::ProcessAlive(procs.at(t.index()))) << "task " << t.index() << " was restarted";
   }
 
+  // More memory, which fits: in place, the same processes, and (with
+  // cgroups) their groups' limit changes under them.
+  const std::string bigger_file = cell_.WriteSpec("bigger.yaml", Spec(1, "ads", "48Mi"));
+  const std::string limit_before = MemoryLimit(pids.at(0));
+  r = Herd({"submit", bigger_file});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(absl::StrContains(r.out, "alice/web: version 2 -> 3; tasks: 3 in place")) << r.out;
+  EXPECT_EQ(Job().version(), 3);
+  if (!limit_before.empty()) {
+    EXPECT_EQ(limit_before, absl::StrCat(32 << 20, "\n"));
+    for (const auto& [i, pid] : pids) {
+      EXPECT_TRUE(Eventually([&] { return MemoryLimit(pid) == absl::StrCat(48 << 20, "\n"); }))
+          << "task " << i << ": " << MemoryLimit(pid);
+    }
+  }
+  tasks = cell_.Tasks("web");
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  for (const v1::Task& t : tasks->tasks()) {
+    EXPECT_EQ(t.incarnation(), 1) << Summarize(*tasks);
+    EXPECT_EQ(t.pid(), pids.at(t.index())) << Summarize(*tasks);
+    EXPECT_EQ(t.resources().memory_bytes(), 48 << 20);
+    EXPECT_TRUE(harness::ProcessAlive(procs.at(t.index()))) << "task " << t.index() << " was restarted";
+  }
+
   // herd diff of a new command says every task restarts; still nothing changes.
-  const std::string v2_file = cell_.WriteSpec("v2.yaml", Spec(2, "ads"));
+  const std::string v2_file = cell_.WriteSpec("v2.yaml", Spec(2, "ads", "48Mi"));
   r = Herd({"diff", v2_file});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
-  EXPECT_TRUE(absl::StrContains(r.out, "alice/web: version 2 -> 3; tasks: 3 restart")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "alice/web: version 3 -> 4; tasks: 3 restart")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "command")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "0-2")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "command changed")) << r.out;
-  EXPECT_EQ(Job().version(), 2);
+  EXPECT_EQ(Job().version(), 3);
   for (const auto& [i, p] : procs) EXPECT_TRUE(harness::ProcessAlive(p)) << "herd diff touched task " << i;
 
   // The command, submitted: each task restarts on its machine with a new
   // process running the new command; the old processes are gone.
   r = Herd({"submit", v2_file});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
-  EXPECT_TRUE(absl::StrContains(r.out, "updated alice/web to version 3")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "updated alice/web to version 4")) << r.out;
   v1::ListTasksResponse restarted;
   ASSERT_TRUE(Eventually(
       [&] {
@@ -157,7 +198,7 @@ TEST_F(UpdateTest, LabelsTouchNothingCommandsRestartScaleKeepsSurvivorsAndDiffCh
   // herd scale 5: two tasks more; the three keep their processes.
   r = Herd({"scale", "web", "5"});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
-  EXPECT_TRUE(absl::StrContains(r.out, "scaled alice/web to 5 tasks (version 4")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "scaled alice/web to 5 tasks (version 5")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "added 3-4")) << r.out;
   std::map<int, int64_t> five = cell_.WaitRunning("web", 5);
   for (const auto& [i, pid] : pids) {
@@ -171,7 +212,7 @@ TEST_F(UpdateTest, LabelsTouchNothingCommandsRestartScaleKeepsSurvivorsAndDiffCh
   ASSERT_TRUE(scaled.ok()) << scaled.status();
   EXPECT_EQ(scaled->diff().removed(), 2);
   EXPECT_EQ(scaled->diff().unchanged(), 3);
-  EXPECT_EQ(scaled->job().version(), 5);
+  EXPECT_EQ(scaled->job().version(), 6);
   for (const auto& [i, p] : extra) {
     EXPECT_TRUE(Eventually([&] { return !harness::ProcessAlive(p); }, 30s)) << "removed task " << i << " still runs";
   }
@@ -179,12 +220,12 @@ TEST_F(UpdateTest, LabelsTouchNothingCommandsRestartScaleKeepsSurvivorsAndDiffCh
   EXPECT_EQ(three, pids);
   for (const auto& [i, p] : procs) EXPECT_TRUE(harness::ProcessAlive(p)) << "task " << i;
   EXPECT_EQ(Job().spec().task_count(), 3);
-  EXPECT_EQ(Job().version(), 5);
+  EXPECT_EQ(Job().version(), 6);
 
   // Scaling to what it is changes nothing; bad counts name the field.
   r = Herd({"scale", "web", "3"});
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
-  EXPECT_TRUE(absl::StrContains(r.out, "no change (version 5)")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "no change (version 6)")) << r.out;
   r = Herd({"scale", "web", "0"});
   EXPECT_EQ(r.exit_code, 2) << r.Describe();
   EXPECT_TRUE(absl::StrContains(r.err, "tasks: 0 is outside 1..100000")) << r.err;
