@@ -694,6 +694,7 @@ void CellState::TakeSpec(Task* t) {
   }
   t->priority_ = t->job_->spec.priority();
   t->job_version_ = t->job_->version;
+  t->state_revision_ = revision_;  // a scheduler's proposal or why-pending from before is stale
   if (live) AddUsage(*t, true);
 }
 

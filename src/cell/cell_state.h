@@ -322,7 +322,8 @@ class CellState {
   // and come back after; removed tasks must already be unlinked.
   void ResizeTasks(Job* j, int32_t count);
   // A task takes its job's current spec: limits (and quota usage), priority
-  // and version. It must be off any machine and out of the pending set.
+  // and version; its state revision is this one. It must be off any machine
+  // and out of the pending set.
   void TakeSpec(Task* t);
   // A new run of a task on its machine (placed, or restarted by an update):
   // the next incarnation, phase ASSIGNED, nothing observed of it yet.

@@ -228,6 +228,19 @@ TEST_F(JobUpdateTest, ALabelChangeBumpsTheVersionAndTouchesNoTask) {
   EXPECT_EQ(T(0).history().size(), history);
   EXPECT_EQ(T(0).job_version(), 2);
   EXPECT_FALSE(T(0).outdated());
+  EXPECT_EQ(T(0).state_revision(), state_.revision()) << "the task record changed";
+}
+
+TEST_F(JobUpdateTest, PendingTasksTakeTheSpecAndStaleProposalsFail) {
+  Apply(Submit(Web().Build()));
+  const int64_t seen = T(0).state_revision();
+  Update(Web().Cpu(700).Priority(300).Build());
+  EXPECT_EQ(T(0).resources().cpu_millis, 700);
+  EXPECT_EQ(T(0).priority(), 300);
+  EXPECT_EQ(state_.pending().size(), 3u);
+  EXPECT_EQ((*state_.pending().begin())->priority(), 300);
+  // A placement computed before the update expected the old task.
+  Reject(Schedule(kWeb, 0, "m1", {}, seen), absl::StatusCode::kFailedPrecondition, "changed at revision");
 }
 
 TEST_F(JobUpdateTest, RestartKeepsTheMachineWithANewIncarnation) {
