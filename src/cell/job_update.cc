@@ -415,8 +415,7 @@ v1::JobDiff DiffJob(const CellState& state, const Job* job, const v1::JobSpec& n
   if (job == nullptr || job->state == v1::Job::DEAD) {
     d.set_from_version(0);
     d.set_to_version(1);
-    for (int32_t i = 0; i < next.task_count(); ++i) AddTask(&d, i, v1::UPDATE_ADD, nullptr);
-    SetCounts(&d);
+    d.set_added(next.task_count());  // counted, not listed: nothing exists to compare
     return d;
   }
   const v1::JobSpec& prev = job->spec;
@@ -424,8 +423,7 @@ v1::JobDiff DiffJob(const CellState& state, const Job* job, const v1::JobSpec& n
   d.set_from_version(job->version);
   if (SameSpec(prev, next)) {
     d.set_to_version(job->version);
-    for (const Task& t : job->tasks) AddTask(&d, t.index(), v1::UPDATE_NONE, &t);
-    SetCounts(&d);
+    d.set_unchanged(static_cast<int32_t>(job->tasks.size()));  // counted, not listed
     return d;
   }
   d.set_to_version(job->version + 1);

@@ -40,9 +40,10 @@ struct UpdateOptions {
   bool keep_survivors = false;
 };
 
-// What submitting `next` does to `job` (null or DEAD: `next` creates a new
-// job: every task UPDATE_ADD, versions 0 -> 1). Nothing changes when
-// SameSpec: to_version == from_version, every task UPDATE_NONE.
+// What submitting `next` does to `job`, every task listed with its class
+// and reasons. Null or DEAD: `next` creates a new job (versions 0 -> 1, its
+// tasks counted as added, not listed). SameSpec: nothing changes
+// (to_version == from_version, the tasks counted as unchanged, not listed).
 v1::JobDiff DiffJob(const CellState& state, const Job* job, const v1::JobSpec& next, const UpdateOptions& opts = {});
 
 // The JobUpdated that applies `diff` to every task at once (its RUNNING
