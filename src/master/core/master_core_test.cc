@@ -54,6 +54,19 @@ class MasterCoreTest : public ::testing::Test {
     EXPECT_TRUE(resp.ok()) << resp.status();
     return resp.ok() ? *resp : v1::GetJobResponse();
   }
+  // Stops the master and rebuilds the cell from the store, which must give
+  // exactly the state the master had (returned); the master stays stopped.
+  v1::CellSnapshot StopAndRecover() {
+    core_->Stop();
+    v1::CellSnapshot before = core_->committer().Read([](const cell::CellState& s) { return s.ToSnapshot(); });
+    core_.reset();
+    auto recovered = Recover(store_);
+    EXPECT_TRUE(recovered.ok()) << recovered.status();
+    if (recovered.ok()) {
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(before, recovered->ToSnapshot()));
+    }
+    return before;
+  }
   bool AllActive(const std::string& job, int n) {
     v1::GetJobResponse r = Job(job);
     int active = 0;
@@ -237,12 +250,7 @@ TEST_F(MasterCoreTest, UpdatesSurviveARestartOfTheMaster) {
   up.set_job("web");
   up.set_tasks(4);
   ASSERT_TRUE(core_->jobs().Scale(Principal::User("alice"), up).ok());
-  core_->Stop();
-  auto before = core_->committer().Read([](const cell::CellState& s) { return s.ToSnapshot(); });
-  core_.reset();
-  auto recovered = Recover(store_);
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(before, recovered->ToSnapshot()));
+  StopAndRecover();
   Start();
   v1::GetJobResponse j = Job("web");
   EXPECT_EQ(j.job().version(), 3);
@@ -352,12 +360,7 @@ TEST_F(MasterCoreTest, RecoveryRestoresEverythingAcknowledged) {
   Register("m1");
   for (int i = 0; i < 30; ++i) ASSERT_TRUE(SubmitJob(JobBuilder("j" + std::to_string(i)).Build()).ok());
   ASSERT_TRUE(Eventually([&] { return core_->machines().GetCell(Principal::User("alice"))->tasks_running() == 30; }));
-  core_->Stop();
-  auto before = core_->committer().Read([](const cell::CellState& s) { return s.ToSnapshot(); });
-  core_.reset();
-  auto recovered = Recover(store_);
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(before, recovered->ToSnapshot()));
+  const v1::CellSnapshot before = StopAndRecover();
   // A snapshot was written along the way (snapshot_every = 50).
   EXPECT_TRUE(store_.ReadSnapshot(before.revision())->has_value());
   Start();
