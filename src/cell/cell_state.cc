@@ -6,6 +6,7 @@
 #include "base/ids.h"
 #include "base/status.h"
 #include "cell/constraints.h"
+#include "cell/job_update.h"
 #include "cell/task_template.h"
 
 namespace herd::cell {
@@ -33,6 +34,8 @@ bool Machine::HasPackage(absl::string_view sha256) const {
   return std::binary_search(packages_.begin(), packages_.end(), sha256,
                             [](absl::string_view a, absl::string_view b) { return a < b; });
 }
+
+bool Task::outdated() const { return job_version_ < job_->version; }
 
 v1::Task Task::ToProto() const {
   v1::Task t;
@@ -63,6 +66,7 @@ v1::Task Task::ToProto() const {
     a->set_machine(machine);
     a->set_until_ms(until);
   }
+  t.set_job_version(job_version_);
   return t;
 }
 
@@ -79,6 +83,8 @@ v1::Job Job::ToProto() const {
   j.set_dead(dead);
   last_event.ToProto(j.mutable_last_event());
   j.set_state_revision(state_revision);
+  j.set_version(version);
+  j.set_version_revision(version_revision);
   return j;
 }
 
@@ -188,29 +194,69 @@ absl::Status CellState::CheckSubmit(const v1::JobsSubmitted& m) const {
   }
   absl::flat_hash_set<std::string> seen;
   for (const v1::JobSpec& s : m.jobs()) {
-    if (auto st = ValidateJobName(s.name()); !st.ok()) return st;
-    if (auto st = ValidateUserName(s.user()); !st.ok()) return st;
+    HERD_RETURN_IF_ERROR(CheckSpec(s));
     std::string id = JobId(s.user(), s.name());
-    if (s.task_count() < 1 || s.task_count() > 100'000) {
-      return absl::InvalidArgumentError(absl::StrCat("job ", id, ": task count ", s.task_count(),
-                                                     " is outside 1..100000"));
-    }
-    if (s.priority() < 0 || s.priority() > kMaxPriority) {
-      return absl::InvalidArgumentError(absl::StrCat("job ", id, ": priority ", s.priority(),
-                                                     " is outside 0..", kMaxPriority));
-    }
     if (!seen.insert(id).second) return absl::InvalidArgumentError(absl::StrCat("job ", id, " is submitted twice"));
     const Job* old = FindJob(id);
     if (old != nullptr && old->state != v1::Job::DEAD) {
       return absl::AlreadyExistsError(absl::StrCat("job ", id, " already exists and is not dead"));
     }
-    for (int32_t i = 0; i < s.task_count(); ++i) {
-      if (TaskResources(s, i).AnyNegative()) {
-        return absl::InvalidArgumentError(absl::StrCat("job ", id, " task ", i, ": negative resources"));
-      }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CellState::CheckSpec(const v1::JobSpec& s) const {
+  HERD_RETURN_IF_ERROR(ValidateJobName(s.name()));
+  HERD_RETURN_IF_ERROR(ValidateUserName(s.user()));
+  std::string id = JobId(s.user(), s.name());
+  if (s.task_count() < 1 || s.task_count() > 100'000) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", id, ": task count ", s.task_count(),
+                                                   " is outside 1..100000"));
+  }
+  if (s.priority() < 0 || s.priority() > kMaxPriority) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", id, ": priority ", s.priority(),
+                                                   " is outside 0..", kMaxPriority));
+  }
+  for (int32_t i = 0; i < s.task_count(); ++i) {
+    if (TaskResources(s, i).AnyNegative()) {
+      return absl::InvalidArgumentError(absl::StrCat("job ", id, " task ", i, ": negative resources"));
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CellState::CheckJobUpdated(const v1::JobUpdated& u) const {
+  HERD_RETURN_IF_ERROR(CheckSpec(u.spec()));
+  const std::string id = JobId(u.spec().user(), u.spec().name());
+  const Job* j = FindJob(id);
+  if (j == nullptr) return absl::NotFoundError(absl::StrCat("no job ", id));
+  if (j->state == v1::Job::DEAD) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " is dead: submit it to start it anew"));
+  }
+  if (u.expect_version() != 0 && u.expect_version() != j->version) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " is at version ", j->version, ", not ",
+                                                      u.expect_version(), " (it changed meanwhile)"));
+  }
+  const int32_t survivors = std::min<int32_t>(static_cast<int32_t>(j->tasks.size()), u.spec().task_count());
+  absl::flat_hash_set<int32_t> listed;
+  for (const auto& [what, list] : {std::pair{"restart", &u.restart()}, std::pair{"reschedule", &u.reschedule()},
+                                   std::pair{"hold", &u.hold()}}) {
+    for (int32_t i : *list) {
+      if (i < 0 || i >= survivors) {
+        return absl::InvalidArgumentError(absl::StrCat("job ", id, ": task ", i, " to ", what,
+                                                       " does not survive the update (0..", survivors - 1, " do)"));
+      }
+      if (!listed.insert(i).second) {
+        return absl::InvalidArgumentError(absl::StrCat("job ", id, ": task ", i, " is listed twice"));
+      }
+      if (j->tasks[i].state_ != v1::Task::RUNNING) {
+        return absl::FailedPreconditionError(absl::StrCat("task ", TaskName(id, i), " is ",
+                                                          v1::Task::State_Name(j->tasks[i].state_),
+                                                          ", not RUNNING: nothing to ", what));
+      }
+    }
+  }
+  return CheckStaysFit(*this, *j, u);
 }
 
 absl::Status CellState::CheckKill(const v1::JobKilled& m) const {
@@ -309,6 +355,8 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
       return CheckSubmit(m.jobs_submitted());
     case v1::Mutation::kJobKilled:
       return CheckKill(m.job_killed());
+    case v1::Mutation::kJobUpdated:
+      return CheckJobUpdated(m.job_updated());
     case v1::Mutation::kTaskScheduled:
       return CheckScheduled(m.task_scheduled());
     case v1::Mutation::kTaskObserved:
@@ -372,6 +420,9 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
       break;
     case v1::Mutation::kJobKilled:
       ApplyKill(m, fx);
+      break;
+    case v1::Mutation::kJobUpdated:
+      ApplyJobUpdated(m, fx);
       break;
     case v1::Mutation::kTaskScheduled:
       ApplyScheduled(m, fx);
@@ -444,7 +495,12 @@ void CellState::Transition(Task* t, v1::Task::State to, Event::Transition why, a
     bump(from, -1);
     bump(to, +1);
     if (from == v1::Task::PENDING) pending_.erase(t);
-    if (to == v1::Task::PENDING) pending_.insert(t);
+    if (to == v1::Task::PENDING) {
+      // Placed again, it runs the job's current spec: an outdated task
+      // (held back by a rolling update) catches up now.
+      if (t->outdated()) TakeSpec(t);
+      pending_.insert(t);
+    }
     if (to == v1::Task::DEAD) AddUsage(*t, false);
   }
   t->state_ = to;
@@ -556,6 +612,8 @@ void CellState::ApplySubmit(const v1::Mutation& m, Effects* fx) {
     job->submit_revision = revision_;
     job->state_revision = revision_;
     job->request_id = s.request_id();
+    job->version = 1;
+    job->version_revision = revision_;
     std::string reason = absl::StrCat("submitted by ", m.actor().empty() ? spec.user() : m.actor());
     job->last_event = EventRec{Event::SUBMIT, m.time_ms(), revision_, reason, ""};
     job->tasks.resize(spec.task_count());
@@ -568,6 +626,7 @@ void CellState::ApplySubmit(const v1::Mutation& m, Effects* fx) {
       t.priority_ = spec.priority();
       t.state_ = v1::Task::PENDING;
       t.resources_ = TaskResources(spec, i);
+      t.job_version_ = 1;
       t.state_revision_ = revision_;
       t.history_.push_back(EventRec{Event::SUBMIT, m.time_ms(), revision_, reason, ""});
       ++task_counts_[v1::Task::PENDING];
@@ -597,6 +656,143 @@ void CellState::ApplyKill(const v1::Mutation& m, Effects* fx) {
   UpdateJobState(j, m);
 }
 
+void CellState::ResizeTasks(Job* j, int32_t count) {
+  const size_t n = static_cast<size_t>(count);
+  if (n > j->tasks.capacity()) {
+    for (Task& t : j->tasks) {
+      if (t.state_ == v1::Task::PENDING) pending_.erase(&t);
+      if (t.machine_ != nullptr) t.machine_->tasks_.erase(&t);
+    }
+    j->tasks.reserve(n);
+    for (Task& t : j->tasks) {
+      if (t.state_ == v1::Task::PENDING) pending_.insert(&t);
+      if (t.machine_ != nullptr) t.machine_->tasks_.insert(&t);
+    }
+  }
+  j->tasks.resize(n);
+}
+
+void CellState::NewRun(Task* t) {
+  ++t->incarnation_;
+  t->phase_ = v1::Task::ASSIGNED;
+  t->restarts_ = 0;
+  t->exit_code_ = 0;
+  t->exit_signal_ = 0;
+  t->pid_ = 0;
+  t->started_ms_ = 0;
+  t->message_.clear();
+  t->agent_info_.reset();  // ports and health were the old run's
+}
+
+void CellState::TakeSpec(Task* t) {
+  const bool live = t->state_ != v1::Task::DEAD;
+  if (live) AddUsage(*t, false);
+  ResourceVector r = TaskResources(t->job_->spec, t->index_);
+  if (!(r == t->resources_)) {
+    t->resources_ = std::move(r);
+    t->reservation_.reset();  // estimated for the old limits
+  }
+  t->priority_ = t->job_->spec.priority();
+  t->job_version_ = t->job_->version;
+  t->state_revision_ = revision_;  // a scheduler's proposal or why-pending from before is stale
+  if (live) AddUsage(*t, true);
+}
+
+void CellState::ApplyJobUpdated(const v1::Mutation& m, Effects* fx) {
+  const v1::JobUpdated& u = m.job_updated();
+  Job* j = MutableJob(JobId(u.spec().user(), u.spec().name()));
+  const int32_t old_count = static_cast<int32_t>(j->tasks.size());
+  const int32_t new_count = u.spec().task_count();
+  const int64_t version = j->version + 1;
+  const std::string by = m.actor().empty() ? "" : absl::StrCat(" by ", m.actor());
+  // Removed tasks (the highest indexes) leave their machines, whose agents
+  // stop them on the next poll, and are gone.
+  for (int32_t i = new_count; i < old_count; ++i) {
+    Task& t = j->tasks[i];
+    Unplace(&t, fx);
+    if (t.state_ == v1::Task::PENDING) pending_.erase(&t);
+    if (t.state_ != v1::Task::DEAD) AddUsage(t, false);
+    --task_counts_[t.state_];
+    (t.state_ == v1::Task::PENDING ? j->pending : t.state_ == v1::Task::RUNNING ? j->running : j->dead) -= 1;
+  }
+  j->spec = u.spec();
+  j->version = version;
+  j->version_revision = revision_;
+  ResizeTasks(j, new_count);
+  for (int32_t i = old_count; i < new_count; ++i) {
+    Task& t = j->tasks[i];
+    t.job_ = j;
+    t.index_ = i;
+    t.state_ = v1::Task::PENDING;
+    t.state_revision_ = revision_;
+    // A task of this index removed earlier may still be stopping on its
+    // machine: start above any incarnation it can have had (each was a
+    // mutation of its own), so run ids never repeat.
+    t.incarnation_ = revision_;
+    t.resources_ = TaskResources(j->spec, i);
+    t.priority_ = j->spec.priority();
+    t.job_version_ = version;
+    t.history_.push_back(EventRec{Event::SUBMIT, m.time_ms(), revision_,
+                                  absl::StrCat("added with job version ", version, by), ""});
+    ++task_counts_[v1::Task::PENDING];
+    ++j->pending;
+    pending_.insert(&t);
+    AddUsage(t, true);
+    fx->pending_added = true;
+  }
+  const absl::flat_hash_set<int32_t> restart(u.restart().begin(), u.restart().end());
+  const absl::flat_hash_set<int32_t> reschedule(u.reschedule().begin(), u.reschedule().end());
+  const absl::flat_hash_set<int32_t> hold(u.hold().begin(), u.hold().end());
+  for (int32_t i = 0; i < std::min(old_count, new_count); ++i) {
+    Task* t = &j->tasks[i];
+    if (hold.contains(i)) continue;  // outdated until a later step reaches it
+    if (reschedule.contains(i)) {
+      std::string machine = t->machine_->name_;
+      Unplace(t, fx);
+      t->phase_ = v1::Task::PHASE_UNSPECIFIED;
+      t->pid_ = 0;
+      // Transition makes it take the new spec (it is outdated now).
+      Transition(t, v1::Task::PENDING, Event::RESCHEDULE,
+                 absl::StrCat("moved for job version ", version, ": it needs another machine"), m, machine);
+      fx->pending_added = true;
+      continue;
+    }
+    if (t->state_ == v1::Task::PENDING) {
+      pending_.erase(t);  // its priority orders it there
+      TakeSpec(t);
+      pending_.insert(t);
+      fx->pending_added = true;
+      continue;
+    }
+    if (t->state_ == v1::Task::DEAD) {
+      TakeSpec(t);
+      continue;
+    }
+    Machine* mach = t->machine_;
+    const ResourceVector limits = t->resources_;
+    const int32_t priority = t->priority_;
+    DetachFromMachine(t);
+    TakeSpec(t);
+    AttachToMachine(t, mach);
+    if (restart.contains(i)) {
+      NewRun(t);  // on the same machine: the agent stops the old run first
+      Transition(t, v1::Task::RUNNING, Event::UPDATE, absl::StrCat("restarted for job version ", version), m,
+                 mach->name_);
+      fx->machines.push_back(mach->name_);
+    } else if (!(limits == t->resources_) || priority != t->priority_) {
+      Transition(t, v1::Task::RUNNING, Event::UPDATE, absl::StrCat("updated in place to job version ", version), m,
+                 mach->name_);
+      freed_revision_ = revision_;  // limits may have shrunk
+      fx->machines.push_back(mach->name_);
+    }
+  }
+  std::string reason = u.reason().empty() ? absl::StrCat("updated to version ", version, by)
+                                          : absl::StrCat(u.reason(), " (version ", version, ")");
+  j->last_event = EventRec{Event::UPDATE, m.time_ms(), revision_, std::move(reason), ""};
+  j->state_revision = revision_;
+  UpdateJobState(j, m);
+}
+
 void CellState::ApplyScheduled(const v1::Mutation& m, Effects* fx) {
   const v1::TaskScheduled& s = m.task_scheduled();
   Task* t = MutableTask(s.job(), s.index());
@@ -612,15 +808,8 @@ void CellState::ApplyScheduled(const v1::Mutation& m, Effects* fx) {
     fx->pending_added = true;
     UpdateJobState(v->job_, m);
   }
-  ++t->incarnation_;
   Place(t, mach, fx);
-  t->phase_ = v1::Task::ASSIGNED;
-  t->restarts_ = 0;
-  t->exit_code_ = 0;
-  t->exit_signal_ = 0;
-  t->pid_ = 0;
-  t->started_ms_ = 0;
-  t->message_.clear();
+  NewRun(t);
   // Who placed it (the scheduler's name) when several schedulers may race.
   std::string reason = absl::StrCat("scheduled on ", mach->name_);
   if (!m.actor().empty()) absl::StrAppend(&reason, " by ", m.actor());

@@ -92,6 +92,10 @@ class Task {
   const ResourceVector& reservation() const { return reservation_ ? *reservation_ : resources_; }
   bool AvoidsMachine(absl::string_view machine, int64_t now_ms) const;
   const EventRec* last_event() const { return history_.empty() ? nullptr : &history_.back(); }
+  // The job version whose spec it runs; below the job's while an update has
+  // not reached it yet (a rolling update holds it back).
+  int64_t job_version() const { return job_version_; }
+  bool outdated() const;
   v1::Task ToProto() const;
 
  private:
@@ -129,6 +133,7 @@ class Task {
   std::unique_ptr<AgentInfo> agent_info_;
   int32_t priority_ = 0;
   std::optional<ResourceVector> reservation_;  // set by ReservationsSet
+  int64_t job_version_ = 0;
 };
 
 struct Job {
@@ -141,7 +146,12 @@ struct Job {
   std::string request_id;
   int32_t pending = 0, running = 0, dead = 0;
   EventRec last_event;
-  // Fixed size for the job's life, so Task* stay valid.
+  // 1 when submitted; +1 on every accepted change of the spec (JobUpdated).
+  int64_t version = 1;
+  int64_t version_revision = 0;  // cell revision of the last spec change
+  // Index i at position i; spec.task_count of them. Only CellState changes
+  // the count (JobUpdated), and it keeps every Task* it holds (pending set,
+  // machines) valid when it does.
   std::vector<Task> tasks;
 
   int32_t priority() const { return spec.priority(); }
@@ -298,10 +308,26 @@ class CellState {
   absl::Status CheckMachineRegistered(const v1::MachineRegistered& m) const;
   absl::Status CheckQuota(const v1::QuotaSet& m) const;
   absl::Status CheckUser(const v1::UserSet& m) const;
+  // What JobsSubmitted and JobUpdated both ask of a spec (names, count,
+  // priority, resources).
+  absl::Status CheckSpec(const v1::JobSpec& s) const;
+  absl::Status CheckJobUpdated(const v1::JobUpdated& m) const;
   void ApplyUser(const v1::Mutation& m);
 
   void ApplySubmit(const v1::Mutation& m, Effects* fx);
   void ApplyKill(const v1::Mutation& m, Effects* fx);
+  void ApplyJobUpdated(const v1::Mutation& m, Effects* fx);
+  // Grows or shrinks a job's task list. Growing may move the tasks in
+  // memory, so they leave the pending set and their machines' lists first
+  // and come back after; removed tasks must already be unlinked.
+  void ResizeTasks(Job* j, int32_t count);
+  // A task takes its job's current spec: limits (and quota usage), priority
+  // and version; its state revision is this one. It must be off any machine
+  // and out of the pending set.
+  void TakeSpec(Task* t);
+  // A new run of a task on its machine (placed, or restarted by an update):
+  // the next incarnation, phase ASSIGNED, nothing observed of it yet.
+  static void NewRun(Task* t);
   void ApplyScheduled(const v1::Mutation& m, Effects* fx);
   void ApplyObserved(const v1::Mutation& m);
   void ApplyExited(const v1::Mutation& m, Effects* fx);

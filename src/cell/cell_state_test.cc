@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "base/rng.h"
+#include "cell/job_update.h"
 #include "testing/builders.h"
 
 namespace herd::cell {
@@ -249,7 +250,8 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
     }
     for (int step = 0; step < 1500; ++step) {
       v1::Mutation m;
-      int kind = rng.Uniform(9);
+      int kind = rng.Uniform(10);
+      bool planned = false;
       if (kind == 0 || jobs.empty()) {
         std::string name = "j" + std::to_string(rng.Uniform(12));
         m = Submit(JobBuilder(name, rng.Uniform(2) ? "alice" : "bob")
@@ -290,6 +292,29 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
           case 7:
             m = Down(mach);
             break;
+          case 8:
+            m = Up(mach);
+            break;
+          case 9: {
+            // An update: a new count, CPU or command; planned as the master
+            // does, or (sometimes) with tasks listed at random.
+            const Job* j = state.FindJob(job);
+            if (j == nullptr) break;
+            v1::JobSpec next = j->spec;
+            next.set_task_count(1 + static_cast<int32_t>(rng.Uniform(5)));
+            if (rng.Uniform(2)) next.mutable_task()->mutable_resources()->set_cpu_millis(100 + 100 * rng.Uniform(15));
+            if (rng.Uniform(3) == 0) next.mutable_task()->add_args(std::to_string(step));
+            if (rng.Uniform(4) == 0) {
+              m = Update(next, {idx}, {}, {static_cast<int32_t>(rng.Uniform(4))});
+            } else {
+              UpdateOptions o;
+              o.keep_survivors = rng.Uniform(2) == 0;
+              m = UpdateMutation(next, DiffJob(state, j, next, o), "walk");
+              // What the planner says always passes the check.
+              planned = j->state != v1::Job::DEAD;
+            }
+            break;
+          }
           default:
             m = Up(mach);
             break;
@@ -299,6 +324,7 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
       absl::Status check = state.Check(m);
       absl::Status st = state.Apply(m);
       ASSERT_EQ(check.ok(), st.ok()) << "Check and Apply disagree: " << check << " vs " << st;
+      if (planned) ASSERT_TRUE(st.ok()) << "seed " << seed << " step " << step << ": a planned update failed: " << st;
       if (st.ok()) accepted.push_back(m);
       absl::Status inv = state.CheckInvariants();
       ASSERT_TRUE(inv.ok()) << "seed " << seed << " step " << step << ": " << inv;
@@ -313,6 +339,8 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
     EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(state.ToSnapshot(), replay.ToSnapshot()))
         << "seed " << seed;
     EXPECT_GT(state.revision(), 100);
+    EXPECT_GT(std::count_if(accepted.begin(), accepted.end(), [](const auto& m) { return m.has_job_updated(); }), 10)
+        << "seed " << seed;
   }
 }
 

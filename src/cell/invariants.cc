@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
 #include "cell/cell_state.h"
+#include "cell/task_template.h"
 
 namespace herd::cell {
 
@@ -44,6 +45,16 @@ absl::Status CellState::CheckInvariants() const {
         usage[std::make_pair(j->spec.user(), static_cast<int>(BandOf(t.priority())))] += t.resources_;
       }
       if (t.state_revision_ > revision_) return fail("task ", name, " revision from the future");
+      if (t.job_version_ < 1 || t.job_version_ > j->version) {
+        return fail("task ", name, " runs job version ", t.job_version_, " of ", j->version);
+      }
+      if (!t.outdated()) {
+        // A task of the current version has the spec's limits and priority.
+        if (!(t.resources_ == TaskResources(j->spec, t.index_))) return fail("task ", name, " limits are not its spec's");
+        if (t.priority_ != j->spec.priority()) return fail("task ", name, " priority is not its spec's");
+      } else if (t.state_ == v1::Task::PENDING) {
+        return fail("pending task ", name, " is outdated");
+      }
     }
     if (p != j->pending || r != j->running || d != j->dead) return fail("job ", id, " counts");
     v1::Job::State want = d == j->spec.task_count() ? v1::Job::DEAD

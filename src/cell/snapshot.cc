@@ -68,6 +68,9 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     j->state_revision = pj.state_revision();
     j->request_id = pj.request_id();
     j->last_event = FromProto(pj.last_event());
+    // Snapshots from before versions read as version 1.
+    j->version = std::max<int64_t>(1, pj.version());
+    j->version_revision = pj.version_revision();
     if (pj.spec().task_count() < 0 || pj.spec().task_count() > 100'000) {
       return absl::DataLossError(absl::StrCat("snapshot: job ", pj.id(), " has a bad task count"));
     }
@@ -103,6 +106,8 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     for (const v1::Event& e : pt.history()) t->history_.push_back(FromProto(e));
     for (const v1::AvoidMachine& a : pt.avoid()) t->avoid_.emplace_back(a.machine(), a.until_ms());
     if (pt.has_reservation()) t->reservation_ = ResourceVector::FromProto(pt.reservation());
+    t->job_version_ = pt.job_version() > 0 ? pt.job_version() : t->job_->version;
+    t->priority_ = pt.priority();  // an outdated task's may not be the spec's
     if (t->state_ < v1::Task::PENDING || t->state_ > v1::Task::DEAD) {
       return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(pt.job(), pt.index()), " has no state"));
     }

@@ -1,6 +1,6 @@
 // herd: the one binary. Roles (up, down, master, agent, scheduler) and the
-// user verbs (submit, kill, jobs, tasks, status, why, machines, logs, quota,
-// checkpoint, cell).
+// user verbs (submit, diff, scale, kill, jobs, tasks, status, why, machines,
+// logs, quota, checkpoint, cell).
 // This is the only file that links every part together.
 #include <CLI/CLI.hpp>
 

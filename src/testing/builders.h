@@ -65,6 +65,14 @@ class JobBuilder {
     p->set_sha256(sha256);
     return *this;
   }
+  JobBuilder& Label(const std::string& k, const std::string& v) {
+    (*spec_.mutable_labels())[k] = v;
+    return *this;
+  }
+  JobBuilder& Env(const std::string& k, const std::string& v) {
+    (*spec_.mutable_task()->mutable_env())[k] = v;
+    return *this;
+  }
   v1::JobSpec Build() const { return spec_; }
   std::string Id() const { return spec_.user() + "/" + spec_.name(); }
 
@@ -114,6 +122,22 @@ inline v1::Mutation Kill(const std::string& job, const std::string& reason = "")
   v1::Mutation m;
   m.mutable_job_killed()->set_job(job);
   m.mutable_job_killed()->set_reason(reason);
+  return m;
+}
+
+// A JobUpdated: `spec` replaces the job's; the listed tasks restart, move
+// or are held back; the rest take it in place.
+inline v1::Mutation Update(const v1::JobSpec& spec, std::vector<int32_t> restart = {},
+                           std::vector<int32_t> reschedule = {}, std::vector<int32_t> hold = {},
+                           int64_t expect_version = 0) {
+  v1::Mutation m;
+  m.set_time_ms(2000);
+  auto* u = m.mutable_job_updated();
+  *u->mutable_spec() = spec;
+  u->set_expect_version(expect_version);
+  for (int32_t i : restart) u->add_restart(i);
+  for (int32_t i : reschedule) u->add_reschedule(i);
+  for (int32_t i : hold) u->add_hold(i);
   return m;
 }
 

@@ -265,14 +265,7 @@ absl::Status CgroupExtension::Prepare(const RunView& run, AttemptSetup* setup) {
     }
   }
   absl::Status st = driver_->Create(group);
-  if (st.ok()) {
-    CgroupLimits l;
-    l.memory_bytes = run.spec.resources().memory_bytes();
-    l.cpu_quota_millis = run.spec.resources().cpu_millis();
-    l.cpu_shares = CpuShares(run.spec);
-    l.pids_max = options_.pids_max;
-    st = driver_->SetLimits(group, l);
-  }
+  if (st.ok()) st = driver_->SetLimits(group, LimitsOf(run.spec));
   if (!st.ok()) return absl::InternalError(absl::StrCat("cgroup ", group, ": ", st.message()));
   for (std::string& procs : driver_->ProcsFiles(group)) {
     setup->shim_args.push_back("--cgroup");
@@ -284,6 +277,27 @@ absl::Status CgroupExtension::Prepare(const RunView& run, AttemptSetup* setup) {
   info.oom_base = oom_base;
   info.have_sample = false;
   return absl::OkStatus();
+}
+
+CgroupLimits CgroupExtension::LimitsOf(const v1::TaskRun& spec) const {
+  CgroupLimits l;
+  l.memory_bytes = spec.resources().memory_bytes();
+  l.cpu_quota_millis = spec.resources().cpu_millis();
+  l.cpu_shares = CpuShares(spec);
+  l.pids_max = options_.pids_max;
+  return l;
+}
+
+void CgroupExtension::Updated(const RunView& run) {
+  if (!driver_) return;
+  const std::string group = GroupOf(run.spec);
+  if (!driver_->Exists(group)) return;  // no attempt yet: its Prepare sets the new limits
+  if (absl::Status st = driver_->SetLimits(group, LimitsOf(run.spec)); !st.ok()) {
+    HERD_LOG_WARN("run {}: cannot change its limits in place: {}", run.spec.run_id(), st.ToString());
+    return;
+  }
+  HERD_LOG_INFO("run {}: limits now cpu {}m, memory {}", run.spec.run_id(), run.spec.resources().cpu_millis(),
+                Mi(run.spec.resources().memory_bytes()));
 }
 
 void CgroupExtension::Started(const RunView& run, bool recovered) {

@@ -115,6 +115,9 @@ class CgroupExtension : public Extension {
   std::string GroupOf(const v1::TaskRun& spec) const;
   static bool IsBatch(const v1::TaskRun& spec);
   static int64_t CpuShares(const v1::TaskRun& spec);
+  // What a run's group is limited to: its memory and CPU, its shares, the
+  // agent's pids limit.
+  CgroupLimits LimitsOf(const v1::TaskRun& spec) const;
 
   // CPU quota and memory limit of batch/ as a whole (<= 0: none). For the
   // colocation controller; thread-safe.
@@ -128,6 +131,8 @@ class CgroupExtension : public Extension {
   void Ended(const RunView& run, ExitStatus* exit) override;
   bool KillAll(const RunView& run) override;
   void Released(const RunView& run) override;
+  // The run's limits changed in place (an update): its group takes them.
+  void Updated(const RunView& run) override;
   void Describe(const RunView& run, v1::RunStatus* status) const override;
   void DescribeMachine(v1::PollResponse* response) const override;
   void Tick(const std::vector<RunView>& runs) override;

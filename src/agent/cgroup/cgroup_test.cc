@@ -456,6 +456,42 @@ TEST_F(CgroupTest, BatchLimitsAreSet) {
   EXPECT_EQ(Slurp("/sys/fs/cgroup/cpu/" + ext_->BatchGroup() + "/cpu.cfs_quota_us"), "-1\n");
 }
 
+// An update in place (issue #14: the same run, a new job version) changes
+// the running group's memory and CPU limits without restarting the task.
+TEST_F(CgroupTest, AnUpdateInPlaceChangesTheRunningGroupsLimits) {
+  sup_ = Start(Options());
+  v1::TaskRun run = MakeRun("upd", {"sleep", "1000"});
+  run.mutable_resources()->set_cpu_millis(500);
+  run.mutable_resources()->set_memory_bytes(64 * kMi);
+  run.set_priority(200);
+  run.set_appclass(v1::LATENCY_SENSITIVE);
+  run.set_job_version(1);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "upd", IsActive);
+  ASSERT_TRUE(s);
+  const std::string group = ext_->GroupOf(run);
+  const bool v2 = ext_->version() == "v2";
+  auto memory = [&] {
+    return Slurp(v2 ? "/sys/fs/cgroup/" + group + "/memory.max"
+                    : "/sys/fs/cgroup/memory/" + group + "/memory.limit_in_bytes");
+  };
+  auto cpu = [&] {
+    return Slurp(v2 ? "/sys/fs/cgroup/" + group + "/cpu.max" : "/sys/fs/cgroup/cpu/" + group + "/cpu.cfs_quota_us");
+  };
+  EXPECT_EQ(memory(), absl::StrCat(64 * kMi, "\n"));
+  EXPECT_EQ(cpu(), v2 ? "50000 100000\n" : "50000\n");
+  v1::TaskRun next = run;
+  next.set_job_version(2);
+  next.mutable_resources()->set_cpu_millis(800);
+  next.mutable_resources()->set_memory_bytes(128 * kMi);
+  sup_->SetDesired({next});
+  EXPECT_EQ(memory(), absl::StrCat(128 * kMi, "\n"));
+  EXPECT_EQ(cpu(), v2 ? "80000 100000\n" : "80000\n");
+  std::optional<v1::RunStatus> after = Find(*sup_, "upd");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->pid(), s->pid());
+}
+
 TEST_F(CgroupTest, WithoutCgroupsItFallsBackToNone) {
   CgroupOptions o = Options();
   o.root = "/nonexistent-cgroup-root";

@@ -23,7 +23,9 @@ bool PollServer::ApplyLocked(const v1::PollRequest& req, bool* changed) {
     *changed = next.size() != desired_.size();
     if (!*changed) {
       for (const auto& [id, run] : next) {
-        if (!desired_.contains(id)) {
+        auto it = desired_.find(id);
+        // A run changed in place by an update comes with a new job version.
+        if (it == desired_.end() || it->second.job_version() != run.job_version()) {
           *changed = true;
           break;
         }
@@ -37,7 +39,14 @@ bool PollServer::ApplyLocked(const v1::PollRequest& req, bool* changed) {
   // leave runs started or stopped that should not be.
   if (desired_revision_ == 0 || req.base_revision() != desired_revision_) return false;
   for (const std::string& id : req.stop()) *changed |= desired_.erase(id) > 0;
-  for (const v1::TaskRun& run : req.desired()) *changed |= desired_.insert_or_assign(run.run_id(), run).second;
+  for (const v1::TaskRun& run : req.desired()) {
+    auto [it, added] = desired_.try_emplace(run.run_id(), run);
+    if (!added) {
+      *changed |= it->second.job_version() != run.job_version();
+      it->second = run;
+    }
+    *changed |= added;
+  }
   desired_revision_ = req.revision();
   return true;
 }

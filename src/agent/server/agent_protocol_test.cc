@@ -84,6 +84,44 @@ TEST_F(PollServerTest, FullThenDeltasKeepTheWholeDesiredState) {
   EXPECT_EQ(Ids(r), (std::set<std::string>{"x"}));
 }
 
+// A run sent again with another job version (an update in place) is
+// handed to the run table again; the same version is not.
+TEST_F(PollServerTest, ARunWithANewJobVersionIsHandedOverAgain) {
+  class Recording : public RunTable {
+   public:
+    void SetDesired(const std::vector<v1::TaskRun>& desired) override { calls.push_back(desired); }
+    std::vector<v1::RunStatus> Observe(uint64_t* version) const override { return {}; }
+    void DescribeMachine(v1::PollResponse*) const override {}
+    uint64_t WaitForChange(uint64_t last, int64_t) const override { return last; }
+    uint64_t Version() const override { return 0; }
+    int64_t started_ms() const override { return 0; }
+    void RenewLease(int64_t, int64_t) override {}
+    std::vector<std::vector<v1::TaskRun>> calls;
+  } table;
+  PollServer polls(&table, MachineFacts{"m1", ResourceVector(), {}}, &clock_, 0);
+  auto poll = [&](bool delta, int64_t base, int64_t revision, int64_t version) {
+    v1::PollRequest req;
+    req.set_machine("m1");
+    req.set_delta(delta);
+    req.set_base_revision(base);
+    req.set_revision(revision);
+    v1::TaskRun run = MakeRun("a");
+    run.set_job_version(version);
+    *req.add_desired() = run;
+    v1::PollResponse resp;
+    ASSERT_TRUE(polls.Answer(req, &resp).ok());
+  };
+  poll(false, 0, 1, 1);
+  poll(false, 0, 2, 1);
+  ASSERT_EQ(table.calls.size(), 1u) << "nothing changed";
+  poll(true, 2, 3, 2);
+  ASSERT_EQ(table.calls.size(), 2u);
+  EXPECT_EQ(table.calls.back()[0].job_version(), 2);
+  poll(false, 0, 4, 3);
+  ASSERT_EQ(table.calls.size(), 3u);
+  EXPECT_EQ(table.calls.back()[0].job_version(), 3);
+}
+
 TEST_F(PollServerTest, ADeltaOnAnotherBaseAppliesNothingAndSaysWhatIsHeld) {
   Full(5, {"a", "b"});
   v1::PollResponse r = Delta(4, 9, {"c"}, {"a"});

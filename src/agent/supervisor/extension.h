@@ -108,6 +108,11 @@ class Extension {
   // kills the task's process group.
   virtual bool KillAll(const RunView& run) { return false; }
 
+  // An update changed the run in place (run.spec has the new limits,
+  // priority, grace period and restart policy): apply what the extension
+  // enforces (cgroup limits) to the running attempt, if any.
+  virtual void Updated(const RunView& run) {}
+
   // The run is forgotten (its processes are gone): release what it holds.
   virtual void Released(const RunView& run) {}
 

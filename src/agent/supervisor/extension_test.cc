@@ -56,6 +56,10 @@ class FakeExtension : public Extension {
     std::lock_guard<std::mutex> l(mu);
     released.insert(run.spec.run_id());
   }
+  void Updated(const RunView& run) override {
+    std::lock_guard<std::mutex> l(mu);
+    updated.push_back(run.spec);
+  }
   void Describe(const RunView& run, v1::RunStatus* status) const override {
     (*status->mutable_ports())["http"] = 4242;
   }
@@ -68,6 +72,7 @@ class FakeExtension : public Extension {
   bool mark_oom = false;
   int prepares = 0;
   std::set<std::string> started, released;
+  std::vector<v1::TaskRun> updated;
 
  private:
   SupervisorControl* control_ = nullptr;
@@ -100,6 +105,48 @@ TEST_F(ExtensionTest, SetupReachesTheTaskAndTheRunIsReleased) {
   sup_->SetDesired({});
   WaitFor(*sup_, run.run_id(), IsGone);
   EXPECT_TRUE(Has(fake_->released, run.run_id()));
+}
+
+// An update in place (the same run with a new job version) changes the
+// run's limits, priority, grace and restart policy without a restart, and
+// extensions hear of it; anything else it carries is ignored. The new spec
+// is what a restarted agent recovers.
+TEST_F(ExtensionTest, AnUpdateInPlaceReachesExtensionsWithoutARestart) {
+  sup_ = NewWith(fake_);
+  v1::TaskRun run = MakeRun("ext.update", {"sleep", "1000"});
+  run.set_job_version(1);
+  run.mutable_resources()->set_memory_bytes(64 << 20);
+  sup_->SetDesired({run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, run.run_id(), IsActive);
+  ASSERT_TRUE(s);
+  sup_->SetDesired({run});  // the same version again: nothing
+  v1::TaskRun next = run;
+  next.set_job_version(2);
+  next.mutable_resources()->set_memory_bytes(128 << 20);
+  next.set_priority(210);
+  next.set_grace_period_ms(7000);
+  next.clear_argv();
+  next.add_argv("/bin/false");  // not something an update in place changes
+  sup_->SetDesired({next});
+  {
+    std::lock_guard<std::mutex> l(fake_->mu);
+    ASSERT_EQ(fake_->updated.size(), 1u);
+    EXPECT_EQ(fake_->updated[0].resources().memory_bytes(), 128 << 20);
+    EXPECT_EQ(fake_->updated[0].priority(), 210);
+    EXPECT_EQ(fake_->updated[0].grace_period_ms(), 7000);
+    EXPECT_EQ(fake_->updated[0].argv(0), "sleep");
+    EXPECT_EQ(fake_->prepares, 1);
+  }
+  Barrier(*sup_, {next});
+  std::optional<v1::RunStatus> after = Find(*sup_, run.run_id());
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->pid(), s->pid());
+  EXPECT_EQ(after->phase(), v1::Task::ACTIVE);
+  RunDir dir(RunDirOf(run.run_id()));
+  absl::StatusOr<v1::TaskRun> persisted = dir.ReadSpec();
+  ASSERT_TRUE(persisted.ok()) << persisted.status();
+  EXPECT_EQ(persisted->job_version(), 2);
+  EXPECT_EQ(persisted->resources().memory_bytes(), 128 << 20);
 }
 
 TEST_F(ExtensionTest, UnavailableWaitsUntilRetry) {

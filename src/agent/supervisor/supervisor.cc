@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
@@ -249,10 +250,13 @@ bool Supervisor::HeldForLeaseLocked(const Run& run, int64_t steady_now_ms) const
 void Supervisor::SayHeldForLeaseLocked(Run& run) {
   // A run stopped for the lease already says so (AttemptEndedLocked).
   if (run.state.phase != v1::Task::STARTING) return;
-  std::string message =
-      lease_deadline_ms_ == 0
-          ? "waiting: at-most-once, and no lease from the master yet; starts once a poll renews it"
-          : "waiting: at-most-once, and the lease from the master has expired; starts once a poll renews it";
+  SayWaitingLocked(
+      run, lease_deadline_ms_ == 0
+               ? "waiting: at-most-once, and no lease from the master yet; starts once a poll renews it"
+               : "waiting: at-most-once, and the lease from the master has expired; starts once a poll renews it");
+}
+
+void Supervisor::SayWaitingLocked(Run& run, std::string message) {
   if (run.state.message == message) return;
   HERD_LOG_INFO("run {}: {}", run.spec.run_id(), message);
   run.state.message = std::move(message);
@@ -370,7 +374,12 @@ void Supervisor::SetDesired(const std::vector<v1::TaskRun>& desired) {
   for (const v1::TaskRun& spec : desired) {
     wanted.insert(spec.run_id());
     auto it = runs_.find(spec.run_id());
-    if (it != runs_.end()) continue;  // known: never restarted by a repeated call
+    if (it != runs_.end()) {
+      // Known: never restarted by a repeated call; an update may change it
+      // in place.
+      if (spec.job_version() != it->second->spec.job_version()) changed |= UpdateInPlaceLocked(*it->second, spec);
+      continue;
+    }
     auto run = std::make_unique<Run>(RunPath(spec.run_id()));
     run->spec = spec;
     run->token = next_token_++;
@@ -412,6 +421,24 @@ void Supervisor::SetDesired(const std::vector<v1::TaskRun>& desired) {
     ChangedLocked();
     Wake();
   }
+}
+
+bool Supervisor::UpdateInPlaceLocked(Run& run, const v1::TaskRun& spec) {
+  v1::TaskRun& s = run.spec;
+  HERD_LOG_INFO("run {}: updated in place to job version {}", s.run_id(), spec.job_version());
+  *s.mutable_resources() = spec.resources();
+  s.set_priority(spec.priority());
+  s.set_grace_period_ms(spec.grace_period_ms());
+  *s.mutable_restart() = spec.restart();
+  s.set_job_version(spec.job_version());
+  if (run.on_disk) {
+    if (absl::Status st = run.dir.WriteSpec(s); !st.ok()) {
+      HERD_LOG_ERROR("run {}: cannot persist its updated spec: {}", s.run_id(), st.ToString());
+    }
+  }
+  RunView view = ViewOf(run);
+  for (const auto& ext : options_.extensions) ext->Updated(view);
+  return true;
 }
 
 std::vector<v1::RunStatus> Supervisor::Observe(uint64_t* version) const {
@@ -577,6 +604,19 @@ void Supervisor::ReconcileLocked() {
   const int64_t steady_now = SteadyNowMs();
   int starts = 0;
   starts_left_ = false;
+  // Tasks with a run still stopping here, by its incarnation: a later run of
+  // the same task (restarted by an update, or placed here again) starts once
+  // the old one's processes are gone, so one task never runs twice here.
+  absl::flat_hash_map<std::pair<std::string, int32_t>, int64_t> stopping;
+  for (const auto& [id, run] : runs_) {
+    if (run->state.desired || !run->shim_pidfd.valid()) continue;
+    int64_t& inc = stopping[{run->spec.ref().job(), run->spec.ref().index()}];
+    inc = std::max(inc, run->spec.ref().incarnation());
+  }
+  auto follows_a_stopping_run = [&](const Run& run) {
+    auto it = stopping.find({run.spec.ref().job(), run.spec.ref().index()});
+    return it != stopping.end() && it->second < run.spec.ref().incarnation();
+  };
   for (const std::string& id : ids) {
     auto it = runs_.find(id);
     if (it == runs_.end()) continue;
@@ -589,6 +629,10 @@ void Supervisor::ReconcileLocked() {
           // lease (RenewLease wakes the loop).
           SayHeldForLeaseLocked(run);
           continue;
+        }
+        if (run.spawn_pending && follows_a_stopping_run(run)) {
+          SayWaitingLocked(run, "waiting: the task's previous run here is stopping");
+          continue;  // its shim's exit wakes the loop
         }
         if (starts == max_starts) {
           starts_left_ = true;  // the next pass, after the lock was let go
@@ -695,6 +739,7 @@ void Supervisor::StartAttemptLocked(Run& run) {
   if (!workdir.ok()) return fail("bad working directory", workdir.status(), true);
   AttemptSetup setup;
   if (!PrepareAttemptLocked(run, &setup)) return;
+  if (absl::StartsWith(run.state.message, "waiting:")) run.state.message.clear();  // it no longer waits
   if (run.state.restarts > 0 && !run.state.last_exit.empty()) {
     run.state.message = absl::StrCat("restart ", run.state.restarts, " after: ", run.state.last_exit);
   }

@@ -96,7 +96,12 @@ class Supervisor final : public RunTable {
   // process group, SIGKILL after the run's grace period; once its processes
   // are gone a stopped run is forgotten (its directory and logs stay until
   // the retention expires). A run already known by its run_id is left alone
-  // (the spec is not compared), so repeating a call changes nothing.
+  // (the spec is not compared), so repeating a call changes nothing --
+  // unless it comes with another job_version: an update changed it in
+  // place, and its limits, priority, grace period and restart policy are
+  // taken (extensions hear of it through Extension::Updated) without a
+  // restart. A later incarnation of a task whose earlier run here is still
+  // stopping starts once that one's processes are gone.
   void SetDesired(const std::vector<v1::TaskRun>& desired) override;
 
   // Every known run, sorted by run_id: desired ones (including terminal ones,
@@ -170,6 +175,10 @@ class Supervisor final : public RunTable {
   // At-most-once runs start only under a valid lease (CLOCK_MONOTONIC).
   bool HeldForLeaseLocked(const Run& run, int64_t steady_now_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SayHeldForLeaseLocked(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A STARTING run says why it does not start yet (once per message).
+  void SayWaitingLocked(Run& run, std::string message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes what an update may change in place from `spec`; true (changed).
+  bool UpdateInPlaceLocked(Run& run, const v1::TaskRun& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Wake();
   std::string RunPath(absl::string_view run_id) const;
 

@@ -195,6 +195,37 @@ TEST_F(SupervisorTest, StopWithTermHandlerEndsWithinGrace) {
   EXPECT_TRUE(sup_->LogPath("trap", false).ok());
 }
 
+// A task restarted by an update (or placed here again) gets a run with a
+// later incarnation while its old run may still be stopping: the new run
+// starts only once the old one's processes are gone, never beside them.
+TEST_F(SupervisorTest, ALaterRunOfATaskStartsOnceTheEarlierOneHasStopped) {
+  sup_ = New();
+  const std::string release = root_ + "/release";
+  v1::TaskRun old_run = Sh(
+      "task.1", absl::StrCat("trap 'while [ ! -e ", release, " ]; do sleep 0.05; done; exit 0' TERM; touch ready; "
+                             "sleep 1000 & wait"));
+  old_run.set_grace_period_ms(60'000);
+  sup_->SetDesired({old_run});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, "task.1", IsActive);
+  ASSERT_TRUE(s);
+  WaitForFile(RunDirOf("task.1") + "/sandbox/ready");
+  const pid_t old_pid = static_cast<pid_t>(s->pid());
+  v1::TaskRun new_run = Sh("task.2", "sleep 1000");
+  new_run.mutable_ref()->set_incarnation(2);
+  sup_->SetDesired({new_run});
+  std::optional<v1::RunStatus> waiting = WaitFor(*sup_, "task.2", [](const std::optional<v1::RunStatus>& st) {
+    return st && absl::StartsWith(st->message(), "waiting: the task's previous run");
+  });
+  ASSERT_TRUE(waiting);
+  EXPECT_EQ(waiting->phase(), v1::Task::STARTING);
+  EXPECT_FALSE(GroupMembers(old_pid).empty()) << "the old run is still stopping";
+  { std::ofstream(release).put('x'); }
+  std::optional<v1::RunStatus> active = WaitFor(*sup_, "task.2", IsActive);
+  ASSERT_TRUE(active);
+  EXPECT_TRUE(GroupMembers(old_pid).empty());
+  EXPECT_EQ(active->message(), "");
+}
+
 TEST_F(SupervisorTest, StopIgnoringTermIsKilledAfterGrace) {
   sup_ = New();
   v1::TaskRun run = Sh("stubborn", "trap '' TERM; touch ready; sleep 1000");

@@ -106,6 +106,8 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   app.add_option("--user", ctx.flags.user,
                  "Act on behalf of this user (needs the run-as capability; default: $HERD_USER, else yourself)");
   AddSubmit(app, ctx);
+  AddDiff(app, ctx);
+  AddScale(app, ctx);
   AddKill(app, ctx);
   AddJobs(app, ctx);
   AddTasks(app, ctx);

@@ -59,6 +59,12 @@ std::optional<TaskLocation> LocateTask(CommandContext& ctx, Client& client, cons
 absl::Status AgentError(const TaskLocation& where, const grpc::Status& st, absl::string_view doing);
 
 void AddSubmit(CLI::App& app, CommandContext& ctx);
+// herd diff FILE..., herd scale JOB N.
+void AddDiff(CLI::App& app, CommandContext& ctx);
+void AddScale(CLI::App& app, CommandContext& ctx);
+// A job's diff for people: the version change, the fields that change, and
+// which tasks restart, move, are added or removed, and why.
+std::string DiffText(const v1::JobDiff& diff);
 // herd ca init|issue, herd user add.
 void AddCredentialCommands(CLI::App& app, CommandContext& ctx);
 void AddKill(CLI::App& app, CommandContext& ctx);

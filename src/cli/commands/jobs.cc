@@ -57,9 +57,10 @@ void AddJobs(CLI::App& app, CommandContext& ctx) {
     v1::ListJobsResponse resp;
     if (!CallMaster(ctx, client, &v1::Herd::Stub::ListJobs, req, &resp)) return;
     int64_t now = NowMs();
-    Table t({"JOB", "PRIORITY", "STATE", "RUNNING", "PENDING", "DEAD", "AGE"});
+    Table t({"JOB", "VERSION", "PRIORITY", "STATE", "RUNNING", "PENDING", "DEAD", "AGE"});
     for (const auto& j : resp.jobs()) {
-      t.Add({j.id(), absl::StrCat(j.spec().priority(), " (", BandNameOf(j.spec().priority()), ")"),
+      t.Add({j.id(), absl::StrCat(j.version()),
+             absl::StrCat(j.spec().priority(), " (", BandNameOf(j.spec().priority()), ")"),
              v1::Job::State_Name(j.state()), absl::StrCat(j.running()), absl::StrCat(j.pending()),
              absl::StrCat(j.dead()), Age(j.submit_time_ms(), now)});
     }

@@ -47,6 +47,12 @@ void AddStatus(CLI::App& app, CommandContext& ctx) {
     std::printf("state:      %s (%d running, %d pending, %d dead)\n", v1::Job::State_Name(j.state()).c_str(),
                 j.running(), j.pending(), j.dead());
     std::printf("priority:   %d (%s)\n", s.priority(), std::string(BandNameOf(s.priority())).c_str());
+    int outdated = 0;
+    for (const v1::Task& t : resp.tasks()) outdated += t.job_version() < j.version();
+    std::printf("version:    %lld", static_cast<long long>(j.version()));
+    if (j.version() > 1) std::printf(" (changed at revision %lld)", static_cast<long long>(j.version_revision()));
+    if (outdated > 0) std::printf("; %d task%s still on an older version", outdated, outdated == 1 ? "" : "s");
+    std::printf("\n");
     std::printf("tasks:      %d, each %s\n", s.task_count(), ShortResources(s.task().resources()).c_str());
     std::printf("command:    %s\n", cmdline.c_str());
     std::printf("restart:    %s; grace period %s%s\n", RestartText(s.restart()).c_str(),

@@ -1,5 +1,7 @@
 // herd submit FILE...: parse and validate job specs locally (file:line
-// errors, exit 2, nothing sent), then submit them all in one request.
+// errors, exit 2, nothing sent), then submit them all in one request: new
+// jobs are created, live ones whose spec changed are updated. herd diff
+// FILE... sends the same request as a dry run and prints what it would do.
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -18,7 +20,10 @@ std::string NewRequestId() {
                          (static_cast<uint64_t>(rd()) << 32) | rd());
 }
 
-int RunSubmit(CommandContext& ctx, const std::vector<std::string>& files, bool dry_run, std::string request_id) {
+enum class Mode { kSubmit, kDryRun, kDiff };
+
+int RunSubmit(CommandContext& ctx, const std::vector<std::string>& files, Mode mode, std::string request_id) {
+  const bool dry_run = mode != Mode::kSubmit;
   Client client(ctx.flags);
   spec::ParseOptions po;
   po.default_user = client.user();
@@ -33,7 +38,8 @@ int RunSubmit(CommandContext& ctx, const std::vector<std::string>& files, bool d
     for (auto& j : *jobs) *req.add_jobs() = std::move(j);
   }
   if (!errors.empty()) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("invalid job spec; nothing was submitted\n",
+    return Fail(absl::InvalidArgumentError(absl::StrCat("invalid job spec; nothing was ",
+                                                        mode == Mode::kDiff ? "compared\n" : "submitted\n",
                                                         absl::StrJoin(errors, "\n"))));
   }
   req.set_request_id(request_id.empty() ? NewRequestId() : request_id);
@@ -47,8 +53,15 @@ int RunSubmit(CommandContext& ctx, const std::vector<std::string>& files, bool d
     return 0;
   }
   for (const auto& r : resp.results()) {
-    if (dry_run) {
+    if (mode == Mode::kDiff) {
+      std::printf("%s", DiffText(r.diff()).c_str());
+    } else if (dry_run) {
       std::printf("%s: valid and within quota (%d tasks); dry run, nothing submitted\n", r.job().c_str(), r.tasks());
+      if (r.updated()) std::printf("%s", DiffText(r.diff()).c_str());
+    } else if (r.updated()) {
+      std::printf("updated %s to version %lld (revision %lld)\n%s", r.job().c_str(),
+                  static_cast<long long>(r.diff().to_version()), static_cast<long long>(resp.revision()),
+                  DiffText(r.diff()).c_str());
     } else if (r.created()) {
       std::printf("submitted %s: %d task%s (revision %lld)\n", r.job().c_str(), r.tasks(), r.tasks() == 1 ? "" : "s",
                   static_cast<long long>(resp.revision()));
@@ -70,7 +83,19 @@ void AddSubmit(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--dry-run", *dry, "Validate and check quota, submit nothing");
   cmd->add_option("--request-id", *rid, "Idempotency key: resubmitting the same id changes nothing");
   cmd->add_flag("--json", ctx.flags.json, "Print the response as JSON");
-  cmd->callback([&ctx, files, dry, rid] { ctx.exit_code = RunSubmit(ctx, *files, *dry, *rid); });
+  cmd->callback([&ctx, files, dry, rid] {
+    ctx.exit_code = RunSubmit(ctx, *files, *dry ? Mode::kDryRun : Mode::kSubmit, *rid);
+  });
+}
+
+void AddDiff(CLI::App& app, CommandContext& ctx) {
+  auto* cmd = app.add_subcommand(
+      "diff", "Show what submitting spec files would change: fields, and which tasks restart, move, are added or "
+              "removed; changes nothing");
+  auto files = std::make_shared<std::vector<std::string>>();
+  cmd->add_option("files", *files, "Job spec files")->required();
+  cmd->add_flag("--json", ctx.flags.json, "Print the (dry-run) SubmitResponse as JSON; each result has its diff");
+  cmd->callback([&ctx, files] { ctx.exit_code = RunSubmit(ctx, *files, Mode::kDiff, ""); });
 }
 
 }  // namespace herd::cli

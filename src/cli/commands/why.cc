@@ -11,19 +11,6 @@
 
 namespace herd::cli {
 
-// "0-2, 5, 7-8".
-std::string IndexRanges(std::vector<int32_t> idx) {
-  std::sort(idx.begin(), idx.end());
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < idx.size();) {
-    size_t j = i;
-    while (j + 1 < idx.size() && idx[j + 1] == idx[j] + 1) ++j;
-    parts.push_back(j == i ? absl::StrCat(idx[i]) : absl::StrCat(idx[i], "-", idx[j]));
-    i = j + 1;
-  }
-  return absl::StrJoin(parts, ", ");
-}
-
 // "0/3 machines fit: 2 insufficient memory, 1 constraint arch == amd64".
 std::string HistogramLine(const v1::PendingDiagnosis& d) {
   std::vector<std::pair<std::string, int64_t>> v(d.reasons().begin(), d.reasons().end());

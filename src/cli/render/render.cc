@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/resources.h"
 #include "base/units.h"
 
@@ -71,6 +72,18 @@ std::string ShortResources(const v1::Resources& r) {
   if (r.ports()) absl::StrAppend(&s, ", ports ", r.ports());
   for (const auto& [k, v] : r.extended()) absl::StrAppend(&s, ", ", k, " ", v);
   return s;
+}
+
+std::string IndexRanges(std::vector<int32_t> idx) {
+  std::sort(idx.begin(), idx.end());
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && idx[j + 1] == idx[j] + 1) ++j;
+    parts.push_back(j == i ? absl::StrCat(idx[i]) : absl::StrCat(idx[i], "-", idx[j]));
+    i = j + 1;
+  }
+  return absl::StrJoin(parts, ", ");
 }
 
 }  // namespace herd::cli

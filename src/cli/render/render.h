@@ -34,5 +34,7 @@ std::string TransitionName(v1::Event::Transition t);
 // "cpu 500m, mem 64Mi" style summary for tables.
 std::string ShortResources(const v1::Resources& r);
 int64_t NowMs();
+// Task indexes as ranges: {7, 0, 1, 2, 5} -> "0-2, 5, 7".
+std::string IndexRanges(std::vector<int32_t> indexes);
 
 }  // namespace herd::cli

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -53,6 +54,19 @@ class MasterCoreTest : public ::testing::Test {
     EXPECT_TRUE(resp.ok()) << resp.status();
     return resp.ok() ? *resp : v1::GetJobResponse();
   }
+  // Stops the master and rebuilds the cell from the store, which must give
+  // exactly the state the master had (returned); the master stays stopped.
+  v1::CellSnapshot StopAndRecover() {
+    core_->Stop();
+    v1::CellSnapshot before = core_->committer().Read([](const cell::CellState& s) { return s.ToSnapshot(); });
+    core_.reset();
+    auto recovered = Recover(store_);
+    EXPECT_TRUE(recovered.ok()) << recovered.status();
+    if (recovered.ok()) {
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(before, recovered->ToSnapshot()));
+    }
+    return before;
+  }
   bool AllActive(const std::string& job, int n) {
     v1::GetJobResponse r = Job(job);
     int active = 0;
@@ -91,9 +105,156 @@ TEST_F(MasterCoreTest, SubmitIsIdempotent) {
   EXPECT_FALSE(same->results(0).created());
   // Only scheduling/agent mutations may have happened since; no new job.
   EXPECT_EQ(Job("web").job().submit_revision(), first->revision());
+  // A different spec for a live job is an update of it.
   auto different = SubmitJob(JobBuilder("web").Tasks(2).Build());
-  EXPECT_EQ(different.status().code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(different.ok()) << different.status();
+  EXPECT_TRUE(different->results(0).updated());
+  EXPECT_EQ(Job("web").job().version(), 2);
   EXPECT_GE(core_->machines().GetCell(Principal::User("alice"))->revision(), rev);
+}
+
+// Incarnation and pid of each task, by index.
+std::map<int, std::pair<int64_t, int64_t>> Runs(const v1::GetJobResponse& j) {
+  std::map<int, std::pair<int64_t, int64_t>> out;
+  for (const auto& t : j.tasks()) out[t.index()] = {t.incarnation(), t.pid()};
+  return out;
+}
+
+TEST_F(MasterCoreTest, ChangedSpecsUpdateLiveJobsByClass) {
+  Register("m1");
+  Register("m2");
+  auto web = [] { return JobBuilder("web").Priority(200).Tasks(3).Cpu(500); };
+  ASSERT_TRUE(SubmitJob(web().Build()).ok());
+  ASSERT_TRUE(Eventually([&] { return AllActive("web", 3); }));
+  const auto first = Runs(Job("web"));
+
+  // A label: nothing restarts.
+  auto labelled = SubmitJob(web().Label("team", "search").Build());
+  ASSERT_TRUE(labelled.ok()) << labelled.status();
+  const v1::SubmitResult& r = labelled->results(0);
+  EXPECT_FALSE(r.created());
+  EXPECT_TRUE(r.updated());
+  EXPECT_EQ(r.diff().from_version(), 1);
+  EXPECT_EQ(r.diff().to_version(), 2);
+  EXPECT_EQ(r.diff().unchanged(), 3);
+  EXPECT_EQ(Job("web").job().version(), 2);
+  EXPECT_EQ(Runs(Job("web")), first);
+
+  // A dry run says what would happen and changes nothing.
+  v1::SubmitRequest dry;
+  *dry.add_jobs() = web().Label("team", "search").Cpu(700).Build();
+  dry.set_dry_run(true);
+  const int64_t before = core_->committer().revision();
+  auto said = core_->jobs().Submit(Principal::User("alice"), dry);
+  ASSERT_TRUE(said.ok()) << said.status();
+  EXPECT_EQ(said->results(0).diff().in_place(), 3);
+  EXPECT_TRUE(said->results(0).updated());
+  EXPECT_EQ(Job("web").job().version(), 2);
+  EXPECT_EQ(Job("web").tasks(0).resources().cpu_millis(), 500);
+  EXPECT_LE(core_->committer().revision() - before, 3) << "only agents' reports may have come in";
+
+  // The command: every task restarts where it is, with a new run.
+  auto restarted = SubmitJob(web().Label("team", "search").Command({"/bin/sleep", "9"}).Build());
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_EQ(restarted->results(0).diff().restart(), 3);
+  ASSERT_TRUE(Eventually([&] {
+    auto now = Runs(Job("web"));
+    for (const auto& [i, run] : now) {
+      if (run.first != first.at(i).first + 1 || run.second == 0 || run.second == first.at(i).second) return false;
+    }
+    return AllActive("web", 3);
+  }));
+  const v1::GetJobResponse after = Job("web");
+  for (const auto& t : after.tasks()) EXPECT_EQ(t.job_version(), 3);
+  EXPECT_EQ(link_.Runs("m1:1") + link_.Runs("m2:1"), 3) << "the old runs are stopped";
+}
+
+TEST_F(MasterCoreTest, ScaleAddsAndRemovesOnlyTheTasksItMust) {
+  Register("m1");
+  Register("m2");
+  ASSERT_TRUE(SubmitJob(JobBuilder("web").Tasks(3).Build()).ok());
+  ASSERT_TRUE(Eventually([&] { return AllActive("web", 3); }));
+  const auto first = Runs(Job("web"));
+  v1::ScaleRequest up;
+  up.set_job("web");
+  up.set_tasks(5);
+  auto r = core_->jobs().Scale(Principal::User("alice"), up);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->diff().added(), 2);
+  EXPECT_EQ(r->diff().unchanged(), 3);
+  EXPECT_EQ(r->job().version(), 2);
+  EXPECT_EQ(r->job().spec().task_count(), 5);
+  ASSERT_TRUE(Eventually([&] { return AllActive("web", 5); }));
+  v1::ScaleRequest down = up;
+  down.set_tasks(2);
+  down.set_expect_version(2);
+  r = core_->jobs().Scale(Principal::User("alice"), down);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->diff().removed(), 3);
+  ASSERT_TRUE(Eventually([&] { return link_.Runs("m1:1") + link_.Runs("m2:1") == 2; }));
+  auto now = Runs(Job("web"));
+  EXPECT_EQ(now.size(), 2u);
+  for (const auto& [i, run] : now) EXPECT_EQ(run, first.at(i)) << "task " << i << " was touched";
+
+  // Bad input names the field; a stale version or a dead job is refused; nothing changes.
+  const int64_t rev = core_->committer().revision();
+  v1::ScaleRequest bad = up;
+  bad.set_tasks(0);
+  auto st = core_->jobs().Scale(Principal::User("alice"), bad).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "tasks: 0 is outside 1..100000");
+  v1::ScaleRequest stale = up;
+  stale.set_expect_version(2);
+  st = core_->jobs().Scale(Principal::User("alice"), stale).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(st.message(), "job alice/web is at version 3, not 2 (it changed meanwhile)");
+  v1::ScaleRequest nope = up;
+  nope.set_job("nope");
+  EXPECT_EQ(core_->jobs().Scale(Principal::User("alice"), nope).status().code(), absl::StatusCode::kNotFound);
+  v1::ScaleRequest dry = up;
+  dry.set_dry_run(true);
+  auto said = core_->jobs().Scale(Principal::User("alice"), dry);
+  ASSERT_TRUE(said.ok()) << said.status();
+  EXPECT_EQ(said->diff().added(), 3);
+  EXPECT_LE(core_->committer().revision() - rev, 2) << "only agents' reports may have come in";
+  EXPECT_EQ(Job("web").job().version(), 3);
+}
+
+TEST_F(MasterCoreTest, UpdatesAskQuotaOnlyForWhatTheyAdd) {
+  v1::SetQuotaRequest q;
+  q.mutable_quota()->set_user("alice");
+  q.mutable_quota()->set_band("production");
+  q.mutable_quota()->mutable_limit()->set_cpu_millis(2000);
+  q.mutable_quota()->add_limited("cpu");
+  ASSERT_TRUE(core_->machines().SetQuota(Principal::User("admin"), q).ok());
+  auto web = [] { return JobBuilder("web").Priority(200).Tasks(3); };
+  ASSERT_TRUE(SubmitJob(web().Cpu(500).Build()).ok());      // 1.5 of 2 cores
+  EXPECT_TRUE(SubmitJob(web().Cpu(600).Build()).ok());      // 1.8: fits
+  auto over = SubmitJob(web().Cpu(800).Build());            // 2.4: does not
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted) << over.status();
+  EXPECT_EQ(Job("web").job().version(), 2);
+  v1::ScaleRequest more;
+  more.set_job("web");
+  more.set_tasks(4);
+  EXPECT_EQ(core_->jobs().Scale(Principal::User("alice"), more).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  more.set_tasks(1);  // shrinking always fits
+  EXPECT_TRUE(core_->jobs().Scale(Principal::User("alice"), more).ok());
+}
+
+TEST_F(MasterCoreTest, UpdatesSurviveARestartOfTheMaster) {
+  Register("m1");
+  ASSERT_TRUE(SubmitJob(JobBuilder("web").Tasks(2).Build()).ok());
+  ASSERT_TRUE(SubmitJob(JobBuilder("web").Tasks(2).Label("v", "2").Build()).ok());
+  v1::ScaleRequest up;
+  up.set_job("web");
+  up.set_tasks(4);
+  ASSERT_TRUE(core_->jobs().Scale(Principal::User("alice"), up).ok());
+  StopAndRecover();
+  Start();
+  v1::GetJobResponse j = Job("web");
+  EXPECT_EQ(j.job().version(), 3);
+  EXPECT_EQ(j.tasks_size(), 4);
 }
 
 TEST_F(MasterCoreTest, InvalidSpecChangesNothing) {
@@ -199,12 +360,7 @@ TEST_F(MasterCoreTest, RecoveryRestoresEverythingAcknowledged) {
   Register("m1");
   for (int i = 0; i < 30; ++i) ASSERT_TRUE(SubmitJob(JobBuilder("j" + std::to_string(i)).Build()).ok());
   ASSERT_TRUE(Eventually([&] { return core_->machines().GetCell(Principal::User("alice"))->tasks_running() == 30; }));
-  core_->Stop();
-  auto before = core_->committer().Read([](const cell::CellState& s) { return s.ToSnapshot(); });
-  core_.reset();
-  auto recovered = Recover(store_);
-  ASSERT_TRUE(recovered.ok()) << recovered.status();
-  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(before, recovered->ToSnapshot()));
+  const v1::CellSnapshot before = StopAndRecover();
   // A snapshot was written along the way (snapshot_every = 50).
   EXPECT_TRUE(store_.ReadSnapshot(before.revision())->has_value());
   Start();

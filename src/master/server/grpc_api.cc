@@ -88,6 +88,9 @@ grpc::Status HerdService::Submit(grpc::ServerContext* ctx, const v1::SubmitReque
 grpc::Status HerdService::Kill(grpc::ServerContext* ctx, const v1::KillRequest* req, v1::KillResponse* out) {
   HERD_CHANGE(jobs, Kill);
 }
+grpc::Status HerdService::Scale(grpc::ServerContext* ctx, const v1::ScaleRequest* req, v1::ScaleResponse* out) {
+  HERD_CHANGE(jobs, Scale);
+}
 grpc::Status HerdService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::GetJobResponse* out) {
   HERD_CALL(jobs, GetJob);
 }

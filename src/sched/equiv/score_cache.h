@@ -13,8 +13,8 @@
 //    since (CellState::freed_revision, placed_revision), so it is skipped
 //    with the same diagnosis: what makes an online pass over a backlog cheap.
 //
-// Classes are keyed by job, its submit revision (a resubmitted job is new)
-// and resources. Entries not used for kForgetAfterPasses passes are dropped,
+// Classes are keyed by job, its submit revision (a resubmitted job is new),
+// its version (an updated job may have new constraints) and resources. Entries not used for kForgetAfterPasses passes are dropped,
 // and the oldest go first when the candidates pass kMaxEntries.
 #pragma once
 
@@ -35,16 +35,19 @@ class ScoreCache {
   struct Key {
     std::string job;
     int64_t submit_revision = 0;
+    int64_t version = 0;
     ResourceVector resources;
     bool operator==(const Key& o) const {
-      return job == o.job && submit_revision == o.submit_revision && resources == o.resources;
+      return job == o.job && submit_revision == o.submit_revision && version == o.version &&
+             resources == o.resources;
     }
     template <typename H>
     friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.job, k.submit_revision, k.resources.cpu_millis, k.resources.memory_bytes);
+      return H::combine(std::move(h), k.job, k.submit_revision, k.version, k.resources.cpu_millis,
+                        k.resources.memory_bytes);
     }
   };
-  static Key KeyOf(const TaskClass& c) { return Key{c.job->id, c.job->submit_revision, c.limit}; }
+  static Key KeyOf(const TaskClass& c) { return Key{c.job->id, c.job->submit_revision, c.job->version, c.limit}; }
 
   struct Entry {
     int32_t machine = 0;  // index into the pass's machine views

@@ -24,6 +24,8 @@ absl::string_view ActionName(Action a) {
       return "submit-job";
     case Action::kKillJob:
       return "kill-job";
+    case Action::kScaleJob:
+      return "scale-job";
     case Action::kReadJob:
       return "read-job";
     case Action::kListJobs:
@@ -103,6 +105,7 @@ bool IsMutating(Action a) {
   switch (a) {
     case Action::kSubmitJob:
     case Action::kKillJob:
+    case Action::kScaleJob:
     case Action::kPropose:
     case Action::kRegisterMachine:
     case Action::kSetQuota:
@@ -155,6 +158,7 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
   switch (action) {
     case Action::kSubmitJob:
     case Action::kKillJob:
+    case Action::kScaleJob:
       return own ? absl::OkStatus() : need(Capability::kAdmin);
     case Action::kExecTask:
       return own ? absl::OkStatus() : need(Capability::kExecAny);

@@ -78,6 +78,7 @@ struct Principal {
 enum class Action {
   kSubmitJob,        // Submit: once per job, on the job's owner
   kKillJob,          // Kill
+  kScaleJob,         // Scale: change a job's task count
   kReadJob,          // GetJob, ListTasks, GetTask, Why
   kListJobs,         // ListJobs (owner: the user filter, "" = everyone's)
   kPropose,          // Propose: placements for the cell
@@ -133,9 +134,10 @@ class AllowAll final : public Authorizer {
 // - the master's own parts may do anything;
 // - a machine may only register itself (its name is its certificate's);
 // - a scheduler may read the cell and propose placements;
-// - a user may submit, kill, exec into, and read the logs and secrets of
-//   their own jobs; may read every job's status (env values hidden), the
-//   machines, the quotas, the cell and its metrics; everything else needs a capability:
+// - a user may submit (create or update), scale, kill, exec into, and read
+//   the logs and secrets of their own jobs; may read every job's status
+//   (env values hidden), the machines, the quotas, the cell and its
+//   metrics; everything else needs a capability:
 //   quota-admin to set quotas, exec-any to exec into others' tasks,
 //   read-all for others' secrets and logs, the cell's stream and
 //   checkpoints, admin for the rest (changing others' jobs, users,

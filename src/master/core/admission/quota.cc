@@ -15,7 +15,8 @@ std::vector<std::string> LimitedDimensions(const v1::Quota& q) {
   return dims;
 }
 
-absl::Status CheckQuota(const cell::CellState& state, const std::vector<v1::JobSpec>& jobs) {
+absl::Status CheckQuota(const cell::CellState& state, const std::vector<v1::JobSpec>& jobs,
+                        const std::vector<const cell::Job*>& replacing) {
   // What the request asks, per (user, band), and which jobs ask it.
   std::map<std::pair<std::string, Band>, ResourceVector> asks;
   std::map<std::pair<std::string, Band>, std::string> example;
@@ -29,15 +30,22 @@ absl::Status CheckQuota(const cell::CellState& state, const std::vector<v1::JobS
                                   one.ToString());
     }
   }
+  std::map<std::pair<std::string, Band>, ResourceVector> released;
+  for (const cell::Job* job : replacing) {
+    for (const cell::Task& t : job->tasks) {
+      if (t.state() != v1::Task::DEAD) released[{job->spec.user(), BandOf(t.priority())}] += t.resources();
+    }
+  }
   for (const auto& [key, ask] : asks) {
     const auto& [user, band] = key;
+    const ResourceVector& back = released[key];
     const v1::Quota* q = state.FindQuota(user, band);
     if (q == nullptr) continue;
     ResourceVector limit = ResourceVector::FromProto(q->limit());
     ResourceVector used = state.Usage(user, band);
     for (const std::string& dim : LimitedDimensions(*q)) {
-      int64_t want = ask.Get(dim);
-      if (want == 0) continue;
+      int64_t want = ask.Get(dim) - back.Get(dim);
+      if (want <= 0) continue;
       int64_t left = std::max<int64_t>(0, limit.Get(dim) - used.Get(dim));
       if (want > left) {
         return absl::ResourceExhaustedError(absl::StrCat(

@@ -14,9 +14,12 @@
 
 namespace herd::master {
 
-// RESOURCE_EXHAUSTED if admitting `jobs` (new jobs, all at once) would put
-// any user over quota in any band; OK otherwise.
-absl::Status CheckQuota(const cell::CellState& state, const std::vector<v1::JobSpec>& jobs);
+// RESOURCE_EXHAUSTED if admitting `jobs` (all at once) would put any user
+// over quota in any band; OK otherwise. `replacing` are live jobs that
+// `jobs` update: what their live tasks hold now is given back first, so an
+// update asks only for what it adds (and shrinking never fails).
+absl::Status CheckQuota(const cell::CellState& state, const std::vector<v1::JobSpec>& jobs,
+                        const std::vector<const cell::Job*>& replacing = {});
 
 // The dimensions a quota limits (see v1::Quota.limited).
 std::vector<std::string> LimitedDimensions(const v1::Quota& q);

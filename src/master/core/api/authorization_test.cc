@@ -92,6 +92,12 @@ class AuthorizationTest : public ::testing::Test {
       r.set_job("alice/web");
       return core_->jobs().Kill(bob, r).status();
     };
+    c["Scale"] = [=, this] {
+      v1::ScaleRequest r;
+      r.set_job("alice/web");
+      r.set_tasks(3);
+      return core_->jobs().Scale(bob, r).status();
+    };
     c["GetJob"] = [=, this] {
       v1::GetJobRequest r;
       r.set_job("alice/web");
@@ -192,6 +198,7 @@ class AuthorizationTest : public ::testing::Test {
     return {
         {"Submit", {Action::kSubmitJob, {"alice/web2", "alice", ""}}},
         {"Kill", {Action::kKillJob, web}},
+        {"Scale", {Action::kScaleJob, web}},
         {"GetJob", {Action::kReadJob, web}},
         {"ListJobs", {Action::kListJobs, {"", "alice", ""}}},
         {"ListTasks", {Action::kReadJob, web}},

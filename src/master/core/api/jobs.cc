@@ -1,7 +1,5 @@
 #include "master/core/api/jobs.h"
 
-#include <google/protobuf/util/message_differencer.h>
-
 #include <map>
 
 #include "absl/container/flat_hash_set.h"
@@ -9,17 +7,12 @@
 #include "absl/strings/str_join.h"
 #include "base/ids.h"
 #include "base/status.h"
+#include "cell/job_update.h"
 #include "master/core/admission/quota.h"
 #include "spec/validate.h"
 
 namespace herd::master {
 namespace {
-
-bool SameSpec(v1::JobSpec a, v1::JobSpec b) {
-  a.clear_source();
-  b.clear_source();
-  return google::protobuf::util::MessageDifferencer::Equals(a, b);
-}
 
 // The pending tasks of a job: index -> state revision.
 std::map<int32_t, int64_t> PendingOf(const cell::Job& job) {
@@ -69,35 +62,89 @@ absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v
         return std::vector<v1::Mutation>{};
       }
     }
-    std::vector<v1::JobSpec> fresh;
+    std::vector<v1::JobSpec> fresh, changed;
+    std::vector<const cell::Job*> replaced;
+    std::vector<v1::Mutation> updates;
     for (const v1::JobSpec& spec : specs) {
       std::string id = JobId(spec.user(), spec.name());
       v1::SubmitResult* r = resp.add_results();
       r->set_job(id);
       r->set_tasks(spec.task_count());
       const cell::Job* old = s.FindJob(id);
-      if (old != nullptr && old->state != v1::Job::DEAD) {
-        if (SameSpec(old->spec, spec)) {
-          r->set_created(false);  // identical live job: nothing to do
-          continue;
-        }
-        return absl::AlreadyExistsError(absl::StrCat(
-            "job ", id, " already exists with a different spec (submitted at revision ", old->submit_revision,
-            "); kill it first or use another name"));
+      // A live job of that name is updated (Borg: an update is a new spec
+      // submitted); a dead one is submitted anew.
+      v1::JobDiff diff = cell::DiffJob(s, old, spec);
+      if (old == nullptr || old->state == v1::Job::DEAD) {
+        r->set_created(true);
+        fresh.push_back(spec);
+      } else if (diff.to_version() != diff.from_version()) {
+        r->set_updated(true);
+        changed.push_back(spec);
+        replaced.push_back(old);
+        updates.push_back(cell::UpdateMutation(spec, diff, absl::StrCat("updated by ", who.name)));
       }
-      r->set_created(true);
-      fresh.push_back(spec);
+      *r->mutable_diff() = std::move(diff);
     }
-    if (fresh.empty()) return std::vector<v1::Mutation>{};
-    HERD_RETURN_IF_ERROR(CheckQuota(s, fresh));
+    std::vector<v1::JobSpec> asking = fresh;
+    asking.insert(asking.end(), changed.begin(), changed.end());
+    if (asking.empty()) return std::vector<v1::Mutation>{};  // identical live jobs: nothing to do
+    HERD_RETURN_IF_ERROR(CheckQuota(s, asking, replaced));
     if (req.dry_run()) return std::vector<v1::Mutation>{};
-    v1::Mutation m;
-    for (auto& spec : fresh) *m.mutable_jobs_submitted()->add_jobs() = std::move(spec);
-    m.mutable_jobs_submitted()->set_request_id(req.request_id());
-    return std::vector<v1::Mutation>{std::move(m)};
+    std::vector<v1::Mutation> out;
+    if (!fresh.empty()) {
+      v1::Mutation m;
+      for (auto& spec : fresh) *m.mutable_jobs_submitted()->add_jobs() = std::move(spec);
+      m.mutable_jobs_submitted()->set_request_id(req.request_id());
+      out.push_back(std::move(m));
+    }
+    for (v1::Mutation& m : updates) out.push_back(std::move(m));
+    return out;
   };
   HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(who.name, build));
   resp.set_revision(rev);
+  return resp;
+}
+
+absl::StatusOr<v1::ScaleResponse> JobsApi::Scale(const Principal& who, const v1::ScaleRequest& req) {
+  if (req.tasks() < 1 || req.tasks() > 100'000) {
+    return absl::InvalidArgumentError(absl::StrCat("tasks: ", req.tasks(), " is outside 1..100000"));
+  }
+  if (req.expect_version() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("expect_version: ", req.expect_version(), " is negative"));
+  }
+  std::string id;
+  v1::ScaleResponse resp;
+  auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
+    resp.Clear();
+    HERD_ASSIGN_OR_RETURN(id, ctx_.ResolveJob(s, who, req.job()));
+    const cell::Job* job = s.FindJob(id);
+    HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kScaleJob, JobResource(*job)));
+    if (job->state == v1::Job::DEAD) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is dead: submit it to start it anew"));
+    }
+    if (req.expect_version() != 0 && req.expect_version() != job->version) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is at version ", job->version, ", not ",
+                                                        req.expect_version(), " (it changed meanwhile)"));
+    }
+    v1::JobSpec next = job->spec;
+    next.set_task_count(req.tasks());
+    cell::UpdateOptions keep;
+    keep.keep_survivors = true;  // Torca's elastic resize: only added and removed tasks change
+    *resp.mutable_diff() = cell::DiffJob(s, job, next, keep);
+    *resp.mutable_job() = job->ToProto();
+    if (resp.diff().to_version() == resp.diff().from_version()) return std::vector<v1::Mutation>{};
+    HERD_RETURN_IF_ERROR(CheckQuota(s, {next}, {job}));
+    if (req.dry_run()) return std::vector<v1::Mutation>{};
+    return std::vector<v1::Mutation>{cell::UpdateMutation(
+        next, resp.diff(), absl::StrCat("scaled from ", job->spec.task_count(), " to ", req.tasks(), " tasks by ",
+                                        who.name))};
+  };
+  HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(who.name, build));
+  resp.set_revision(rev);
+  ctx_.committer->Read([&](const cell::CellState& s) {
+    if (const cell::Job* j = s.FindJob(id)) *resp.mutable_job() = j->ToProto();
+    return 0;
+  });
   return resp;
 }
 

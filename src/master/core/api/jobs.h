@@ -18,10 +18,16 @@ class JobsApi {
   explicit JobsApi(const ApiContext& ctx) : ctx_(ctx) {}
 
   // Validates every spec (a job without a user is the caller's), checks
-  // quota, and submits the new ones in one mutation; identical live jobs
-  // and repeated request ids change nothing.
+  // quota, and commits all of it at once: the new jobs in one mutation, and
+  // a JobUpdated per live job whose spec changed (cell/job_update.h says
+  // what each task does). Identical live jobs and repeated request ids
+  // change nothing. Every result carries the job's diff; with dry_run
+  // nothing is committed.
   absl::StatusOr<v1::SubmitResponse> Submit(const Principal& who, const v1::SubmitRequest& req);
   absl::StatusOr<v1::KillResponse> Kill(const Principal& who, const v1::KillRequest& req);
+  // Changes a live job's task count (kScaleJob): tasks are added or the
+  // highest indexes removed; surviving tasks are not touched.
+  absl::StatusOr<v1::ScaleResponse> Scale(const Principal& who, const v1::ScaleRequest& req);
   absl::StatusOr<v1::GetJobResponse> GetJob(const Principal& who, const v1::GetJobRequest& req);
   absl::StatusOr<v1::ListJobsResponse> ListJobs(const Principal& who, const v1::ListJobsRequest& req);
   absl::StatusOr<v1::ListTasksResponse> ListTasks(const Principal& who, const v1::ListTasksRequest& req);

@@ -35,6 +35,9 @@ struct LinkShard::Plan {
   // Every run wanted on the machine at request.revision(), whether the
   // request carries them all or only what changed.
   std::shared_ptr<const absl::flat_hash_set<std::string>> sent;
+  // The job version of each run's spec as sent (an in-place update sends
+  // a held run again).
+  std::shared_ptr<const RunVersions> versions;
   int new_runs = 0;  // runs the agent is handed that it did not hold
   // The machine holds at-most-once tasks; the longest grace period among
   // them (what the agent gives them: 0 means its default).
@@ -290,7 +293,7 @@ bool LinkShard::MayMarkDown(int64_t now) {
 
 
 std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
-  std::shared_ptr<const absl::flat_hash_set<std::string>> acked;
+  std::shared_ptr<const RunVersions> acked;
   int64_t acked_revision = 0;
   bool full = true;
   int32_t pending = 0;
@@ -329,7 +332,9 @@ std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
     req.set_lease_token(token);
     req.set_lease_ack(lease_ack);
     auto sent = std::make_shared<absl::flat_hash_set<std::string>>();
+    auto versions = std::make_shared<RunVersions>();
     sent->reserve(m->tasks().size());
+    versions->reserve(m->tasks().size());
     for (const cell::Task* t : m->tasks()) {
       const v1::JobSpec& spec = t->job()->spec;
       if (spec.at_most_once()) {
@@ -338,19 +343,28 @@ std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
                                       spec.grace_period_ms() > 0 ? spec.grace_period_ms() : kAgentDefaultGraceMs);
       }
       std::string id = RunId(t->job()->id, t->index(), t->incarnation());
-      const bool held = acked != nullptr && acked->contains(id);
+      // Held: the agent has this run at this version (else it is new, or
+      // changed in place by an update, and is sent).
+      bool known = false, held = false;
+      if (acked != nullptr) {
+        auto it = acked->find(id);
+        known = it != acked->end();
+        held = known && it->second == t->job_version();
+      }
       if (full || !held) *req.add_desired() = BuildTaskRun(s, *t);
-      plan->new_runs += !held;
+      plan->new_runs += !known;
+      versions->emplace(id, t->job_version());
       sent->insert(std::move(id));
     }
     if (!full) {
       req.set_delta(true);
       req.set_base_revision(acked_revision);
-      for (const std::string& id : *acked) {
+      for (const auto& [id, version] : *acked) {
         if (!sent->contains(id)) req.add_stop(id);
       }
     }
     plan->sent = std::move(sent);
+    plan->versions = std::move(versions);
     return true;
   });
   if (!exists) return nullptr;
@@ -519,7 +533,7 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
     e.lease_wait_logged = false;
     ++e.good_polls;
     if (holds) {
-      e.acked = plan.sent;
+      e.acked = plan.versions;
       e.acked_revision = plan.request.revision();
       if (!plan.request.delta()) e.last_full_ms = plan.started_ms;
     } else {

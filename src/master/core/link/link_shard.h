@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -152,6 +153,8 @@ class LinkShard {
   // leader), by their state_ms.
   void SeedFromState();
   struct Plan;
+  // Run id -> the job version of the spec sent for it.
+  using RunVersions = absl::flat_hash_map<std::string, int64_t>;
   struct Entry {
     int64_t due_ms = 0;
     bool in_flight = false;
@@ -161,9 +164,9 @@ class LinkShard {
     int good_polls = 0;         // answered in a row
     Health health;
     // The desired state the agent holds (0: none we know of; the next poll
-    // is full) and its runs.
+    // is full) and its runs, with the job version of each one's spec.
     int64_t acked_revision = 0;
-    std::shared_ptr<const absl::flat_hash_set<std::string>> acked;
+    std::shared_ptr<const RunVersions> acked;
     int64_t last_full_ms = 0;  // monotonic
     // The lease token of the last poll whose reply came back: the next
     // poll acknowledges it (PollRequest.lease_ack).

@@ -239,6 +239,40 @@ TEST_F(DeltaPollTest, PollsAfterTheFirstCarryOnlyWhatChanged) {
   EXPECT_EQ(ActiveAndReplaced(), std::make_pair(3, 0));
 }
 
+// An update that changes tasks in place (issue #14) sends their runs again,
+// same run ids with the new job version and limits; a restart sends new
+// runs and stops the old ones.
+TEST_F(DeltaPollTest, UpdatesSendChangedRunsAgain) {
+  link_.SetDeltas("m0:1", true);
+  Submit("a", 2);
+  Poll();
+  Poll();
+  ASSERT_EQ(Last().desired_size(), 0);
+  v1::SubmitRequest bigger;
+  *bigger.add_jobs() = JobBuilder("a").Tasks(2).Cpu(300).Build();
+  ASSERT_TRUE(core_->jobs().Submit(Principal::User("alice"), bigger).ok());
+  Poll();
+  ASSERT_TRUE(Last().delta());
+  ASSERT_EQ(Last().desired_size(), 2);
+  EXPECT_EQ(Last().stop_size(), 0);
+  const v1::PollRequest updated = Last();
+  for (const auto& run : updated.desired()) {
+    EXPECT_EQ(run.ref().incarnation(), 1) << "same run";
+    EXPECT_EQ(run.job_version(), 2);
+    EXPECT_EQ(run.resources().cpu_millis(), 300);
+  }
+  Poll();
+  EXPECT_EQ(Last().desired_size(), 0) << "held at its new version";
+  v1::SubmitRequest other;
+  *other.add_jobs() = JobBuilder("a").Tasks(2).Cpu(300).Command({"/bin/sleep", "1"}).Build();
+  ASSERT_TRUE(core_->jobs().Submit(Principal::User("alice"), other).ok());
+  Poll();
+  EXPECT_EQ(Last().desired_size(), 2);
+  EXPECT_EQ(Last().stop_size(), 2);
+  EXPECT_EQ(link_.Runs("m0:1"), 2);
+  EXPECT_EQ(ActiveAndReplaced(), std::make_pair(2, 2));
+}
+
 TEST_F(DeltaPollTest, AnAgentThatLostTrackGetsEverythingAndLosesNothing) {
   link_.SetDeltas("m0:1", true);
   Submit("a", 4);

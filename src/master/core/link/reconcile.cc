@@ -24,7 +24,7 @@ v1::TaskRun BuildTaskRun(const cell::CellState& state, const cell::Task& t) {
   t.resources().ToProto(run.mutable_resources());
   run.set_grace_period_ms(spec.grace_period_ms());
   *run.mutable_restart() = spec.restart();
-  run.set_priority(spec.priority());
+  run.set_priority(t.priority());  // an outdated task's may differ from the spec's
   run.set_appclass(spec.appclass());
   run.set_user(spec.user());
   *run.mutable_port_names() = tt.port_names();
@@ -33,6 +33,7 @@ v1::TaskRun BuildTaskRun(const cell::CellState& state, const cell::Task& t) {
   if (tt.has_health_check()) *run.mutable_health_check() = tt.health_check();
   if (tt.has_isolation()) *run.mutable_isolation() = tt.isolation();
   run.set_at_most_once(spec.at_most_once());
+  run.set_job_version(t.job_version());
   return run;
 }
 
