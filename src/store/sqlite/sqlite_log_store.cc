@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/status.h"
 #include "base/errno_status.h"
+#include "store/sqlite/sqlite_util.h"
 
 namespace herd::store {
 namespace {
@@ -27,67 +28,6 @@ constexpr int kBusyTimeoutMs = 10000;
 // ReadLog reads this much per chunk before releasing the lock to call fn.
 constexpr size_t kReadChunkRows = 1024;
 constexpr size_t kReadChunkBytes = 16 << 20;
-
-absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
-  std::string msg =
-      absl::StrCat("sqlite ", what, ": ", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc),
-                   " (code ", rc, ")");
-  switch (rc & 0xff) {
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-    case SQLITE_IOERR:
-    case SQLITE_CANTOPEN:
-    case SQLITE_PROTOCOL:
-      return absl::UnavailableError(msg);
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-      return absl::DataLossError(msg);
-    case SQLITE_FULL:
-      return absl::ResourceExhaustedError(msg);
-    case SQLITE_READONLY:
-    case SQLITE_CONSTRAINT:
-      return absl::FailedPreconditionError(msg);
-    case SQLITE_PERM:
-    case SQLITE_AUTH:
-      return absl::PermissionDeniedError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
-}
-
-// Owns a prepared statement.
-class Stmt {
- public:
-  Stmt() = default;
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-  sqlite3_stmt* get() const { return stmt_; }
-  sqlite3_stmt** out() { return &stmt_; }
-
- private:
-  sqlite3_stmt* stmt_ = nullptr;
-};
-
-// Resets a cached statement and clears its bindings on scope exit, so no
-// statement stays active (holding a read snapshot) between calls.
-class ScopedReset {
- public:
-  explicit ScopedReset(const Stmt& s) : stmt_(s.get()) {}
-  ~ScopedReset() {
-    sqlite3_reset(stmt_);
-    sqlite3_clear_bindings(stmt_);
-  }
-  ScopedReset(const ScopedReset&) = delete;
-  ScopedReset& operator=(const ScopedReset&) = delete;
-
- private:
-  sqlite3_stmt* stmt_;
-};
-
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-};
 
 // Owns a file descriptor.
 class UniqueFd {

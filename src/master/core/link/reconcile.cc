@@ -122,6 +122,7 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
       e->set_exit_signal(r.exit_signal());
       e->set_restarts(r.restarts());
       e->set_reason(r.message());
+      e->set_oom_killed(r.oom_killed());
       out.push_back(std::move(mut));
       moved.insert(t);
       continue;
@@ -148,6 +149,7 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
       o->set_started_ms(r.started_ms());
       *o->mutable_ports() = r.ports();
       o->set_health(std::move(health));
+      o->set_oom_killed(r.oom_killed());
       out.push_back(std::move(mut));
     }
   }
