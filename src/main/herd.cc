@@ -63,6 +63,15 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--metrics-token-file", o->metrics_token_file,
                   "With --metrics: also accept \"Authorization: Bearer TOKEN\" with the token in this file");
   cmd->add_option("--cell", o->core.cell_name, "Cell name")->capture_default_str();
+  cmd->add_option("--history", o->history,
+                  "The history database for 'herd query' (default DATA/history.db; 'none': keep no history)");
+  auto history_sample = std::make_shared<std::string>("60s");
+  auto history_keep = std::make_shared<std::string>("7d");
+  cmd->add_option("--history-sample", *history_sample,
+                  "One usage row per task per this period (rolled up into 15m rows after 6h)")
+      ->capture_default_str();
+  cmd->add_option("--history-retention", *history_keep, "History older than this is deleted")
+      ->capture_default_str();
   cmd->add_option("--poll-interval", *poll, "How often each agent is polled")->capture_default_str();
   cmd->add_option("--down-after", o->core.link.down_after_misses, "Missed polls before a machine is down")
       ->capture_default_str();
@@ -88,7 +97,19 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--snapshot-every", o->core.committer.snapshot_every, "Mutations between snapshots")
       ->capture_default_str();
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
-  cmd->callback([&rc, o, poll, poll_timeout, full_poll, task_lease, sched_flags, sched_mode] {
+  cmd->callback([&rc, o, poll, poll_timeout, full_poll, task_lease, sched_flags, sched_mode, history_sample,
+                 history_keep] {
+    for (auto [flag, text, out] : {std::tuple{"--history-sample", history_sample.get(),
+                                              &o->history_options.sample_interval_ms},
+                                   std::tuple{"--history-retention", history_keep.get(),
+                                              &o->history_options.retention_ms}}) {
+      auto ms = ParseDurationMs(*text);
+      if (!ms.ok()) {
+        rc = Usage(absl::StrCat(flag, ": ", ms.status().message()));
+        return;
+      }
+      *out = *ms;
+    }
     auto interval = ParseDurationMs(*poll);
     if (!interval.ok() || *interval < 10) {
       rc = Usage(absl::StrCat("--poll-interval: ", interval.ok() ? "must be at least 10ms" : interval.status().message()));

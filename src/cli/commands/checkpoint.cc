@@ -120,6 +120,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddQuota(app, ctx);
   AddCheckpoint(app, ctx);
   AddCell(app, ctx);
+  AddQuery(app, ctx);
   AddCredentialCommands(app, ctx);
 }
 

@@ -79,6 +79,7 @@ void AddExec(CLI::App& app, CommandContext& ctx);
 void AddQuota(CLI::App& app, CommandContext& ctx);
 void AddCheckpoint(CLI::App& app, CommandContext& ctx);
 void AddCell(CLI::App& app, CommandContext& ctx);
+void AddQuery(CLI::App& app, CommandContext& ctx);
 
 // Every verb above, plus the global --master and --user options.
 void AddUserCommands(CLI::App& app, CommandContext& ctx);

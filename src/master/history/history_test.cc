@@ -220,7 +220,9 @@ class RecorderTest : public ::testing::Test {
     db_ = std::move(*db);
     committer_ = std::make_unique<Committer>(cell::CellState(), &store_, &clock_, Committer::Options{});
   }
+  // Stamped now (the builders' fixed times would be past retention).
   int64_t Commit(std::vector<v1::Mutation> muts) {
+    for (v1::Mutation& m : muts) m.set_time_ms(clock_.NowMs());
     auto rev = committer_->Commit("alice", [&](const cell::CellState&) { return muts; });
     EXPECT_TRUE(rev.ok()) << rev.status();
     return rev.ok() ? *rev : 0;

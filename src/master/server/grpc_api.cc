@@ -164,6 +164,45 @@ grpc::Status HerdService::UpdateUser(grpc::ServerContext* ctx, const v1::UpdateU
 #undef HERD_CALL
 #undef HERD_CALL_IMPL
 
+// Read-only SQL on the history. The leader's history is the whole one (the
+// usage its agents report reaches only it), so a follower forwards.
+grpc::Status HerdService::QueryHistory(grpc::ServerContext* ctx, const v1::QueryHistoryRequest* req,
+                                       v1::QueryHistoryResponse* out) {
+  constexpr int kMaxConcurrent = 4;
+  constexpr int32_t kMaxRows = 100'000;
+  absl::StatusOr<Principal> who = Admit(ctx);
+  if (!who.ok()) return rpc::ToGrpc(who.status());
+  if (forwarder_ != nullptr && !core_->leading()) {
+    int64_t revision = 0;
+    std::optional<grpc::Status> forwarded =
+        forwarder_->Call(ctx, *req, out, &v1::Herd::Stub::QueryHistory, &revision);
+    if (forwarded) {
+      Stamp(ctx, revision);
+      return *forwarded;
+    }
+  }
+  if (absl::Status st = core_->access().QueryHistory(*who); !st.ok()) return rpc::ToGrpc(st);
+  if (history_ == nullptr) {
+    return rpc::ToGrpc(absl::FailedPreconditionError("this master keeps no history (herd master --history none)"));
+  }
+  if (req->max_rows() < 0 || req->max_rows() > kMaxRows) {
+    return rpc::ToGrpc(
+        absl::InvalidArgumentError(absl::StrCat("max_rows: ", req->max_rows(), " is not within 0..", kMaxRows)));
+  }
+  if (queries_running_.fetch_add(1) >= kMaxConcurrent) {
+    queries_running_.fetch_sub(1);
+    return rpc::ToGrpc(absl::ResourceExhaustedError(
+        absl::StrCat("history: ", kMaxConcurrent, " queries are running already; try again shortly")));
+  }
+  history::QueryLimits limits;
+  if (req->max_rows() > 0) limits.max_rows = req->max_rows();
+  limits.timeout = std::min(limits.timeout, absl::FromChrono(ctx->deadline()) - absl::Now());
+  grpc::Status st = Reply(history_->Query(req->sql(), limits), out);
+  queries_running_.fetch_sub(1);
+  Stamp(ctx, core_->committer().revision());
+  return st;
+}
+
 grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                 grpc::ServerWriter<v1::WatchResponse>* writer) {
   absl::StatusOr<Principal> who = Admit(ctx);

@@ -2,6 +2,7 @@
 // herd.v1.Agent.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <set>
@@ -15,6 +16,7 @@
 #include "herd/v1/api.grpc.pb.h"
 #include "master/core/admission/rate_limiter.h"
 #include "master/core/master_core.h"
+#include "master/history/history_db.h"
 #include "master/server/forwarder.h"
 
 namespace herd::master {
@@ -38,6 +40,9 @@ class HerdService final : public v1::Herd::Service {
     self_ = std::move(self);
     store_ = std::move(store);
   }
+  // The history QueryHistory reads (null: this master keeps none). Set
+  // before the server starts; must outlive it.
+  void SetHistory(history::HistoryDb* db) { history_ = db; }
   grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest*, v1::SubmitResponse*) override;
   grpc::Status Kill(grpc::ServerContext*, const v1::KillRequest*, v1::KillResponse*) override;
   grpc::Status Scale(grpc::ServerContext*, const v1::ScaleRequest*, v1::ScaleResponse*) override;
@@ -64,6 +69,8 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status IssueCredential(grpc::ServerContext*, const v1::IssueCredentialRequest*,
                                v1::IssueCredentialResponse*) override;
   grpc::Status UpdateUser(grpc::ServerContext*, const v1::UpdateUserRequest*, v1::UpdateUserResponse*) override;
+  grpc::Status QueryHistory(grpc::ServerContext*, const v1::QueryHistoryRequest*,
+                            v1::QueryHistoryResponse*) override;
 
  private:
   absl::StatusOr<Principal> Caller(const grpc::ServerContext* ctx);
@@ -81,6 +88,8 @@ class HerdService final : public v1::Herd::Service {
   MasterCore* const core_;
   RateLimiter* const limiter_;
   Forwarder* const forwarder_;
+  history::HistoryDb* history_ = nullptr;
+  std::atomic<int> queries_running_{0};
   std::function<void()> read_barrier_;
   std::string self_;
   std::string store_;

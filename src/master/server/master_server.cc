@@ -19,6 +19,7 @@
 #include "master/core/admission/audit.h"
 #include "master/server/grpc_api.h"
 #include "master/server/read_barrier.h"
+#include "master/history/recorder.h"
 #include "metrics/server/metrics_server.h"
 #include "rpc/rpc.h"
 #include "master/core/recovery.h"
@@ -66,6 +67,48 @@ absl::Status LoadIdentity(const ServerOptions& o, MasterOptions* core) {
   return absl::OkStatus();
 }
 
+// The history database and its recorder (docs/history.md), if kept. Opened
+// before the core (the link hands the recorder each reply) and outliving
+// it; the recorder runs from Start() until the returned guard goes, which
+// must be before the core does.
+struct History {
+  std::unique_ptr<history::HistoryDb> db;
+  std::unique_ptr<history::Recorder> recorder;
+
+  struct Running {
+    history::Recorder* recorder = nullptr;
+    ~Running() {
+      if (recorder != nullptr) recorder->Stop();
+    }
+  };
+  [[nodiscard]] std::unique_ptr<Running> Start(MasterCore* core, store::LogStore* store) {
+    auto r = std::make_unique<Running>();
+    if (recorder != nullptr) {
+      recorder->Start(&core->committer(), store);
+      r->recorder = recorder.get();
+    }
+    return r;
+  }
+};
+
+absl::StatusOr<History> OpenHistory(ServerOptions& options) {
+  History h;
+  if (options.history == "none") return h;
+  options.history_options.path = options.history.empty()
+                                     ? (std::filesystem::path(options.data_dir) / "history.db").string()
+                                     : options.history;
+  auto db = history::HistoryDb::Open(options.history_options);
+  if (!db.ok()) return db.status();
+  h.db = std::move(*db);
+  h.recorder = std::make_unique<history::Recorder>(h.db.get(), RealClock::Get());
+  options.core.link.on_reply = [r = h.recorder.get()](const std::string& machine, const v1::PollResponse& reply) {
+    r->OnReply(machine, reply);
+  };
+  HERD_LOG_INFO("history in {} (recorded up to revision {})", options.history_options.path,
+                h.db->recorded_revision());
+  return h;
+}
+
 // The API of one master: the gRPC server, its rate limiter, and the
 // master.addr file (written whole once it listens: `herd up --listen
 // HOST:0` and the tests read it to find the port).
@@ -107,13 +150,14 @@ absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const Serve
   return server;
 }
 
-absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, Forwarder* forwarder,
+absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, History* history, Forwarder* forwarder,
                              const std::string& store_name, std::function<void()> read_barrier = nullptr) {
   Api api;
   api.limiter = std::make_unique<RateLimiter>(
       RealClock::Get(), RateLimiter::Options{.per_second = options.user_rate, .burst = 2 * options.user_rate});
   api.service = std::make_unique<HerdService>(core, api.limiter.get(), forwarder);
   api.service->SetReadBarrier(std::move(read_barrier));
+  api.service->SetHistory(history->db.get());
   auto server = rpc::StartServer(options.listen, {api.service.get()}, *options.core.credential, &api.bound);
   if (!server.ok()) return server.status();
   api.server = std::move(*server);
@@ -149,9 +193,11 @@ void LogStats(MasterCore* core) {
 }
 
 // One master on SQLite: serves `core` until a stop signal.
-int Serve(const ServerOptions& options, MasterCore* core, const std::string& store_name, double recover_ms) {
+int Serve(const ServerOptions& options, MasterCore* core, History* history, store::LogStore* store,
+          const std::string& store_name, double recover_ms) {
   SetFatalHandler(core);
-  absl::StatusOr<Api> api = StartApi(options, core, nullptr, store_name);
+  auto recording = history->Start(core, store);
+  absl::StatusOr<Api> api = StartApi(options, core, history, nullptr, store_name);
   if (!api.ok()) {
     HERD_LOG_ERROR("{}", api.status().message());
     return 1;
@@ -201,7 +247,7 @@ absl::Status FollowTo(store::LogStore& reader, MasterCore& core, int64_t revisio
 // the leader lease; once leader, take over from the hot state and serve.
 // Losing the lease ends the process (exit 4): it must stop writing and stop
 // commanding agents at once, and a restart makes it a follower again.
-int RunReplica(ServerOptions options) {
+int RunReplica(ServerOptions options, History* history) {
   absl::StatusOr<store::etcd::EtcdUrl> url = store::etcd::ParseEtcdUrl(options.store);
   if (!url.ok()) {
     HERD_LOG_ERROR("--store: {}", url.status().message());
@@ -278,6 +324,7 @@ int RunReplica(ServerOptions options) {
     return 1;
   }
   SetFatalHandler(core->get());
+  auto recording = history->Start(core->get(), reader->get());
   const std::string lease_key = so.prefix + "leader";
   store::etcd::Client* etcd = client->get();
   Forwarder forwarder(
@@ -295,7 +342,7 @@ int RunReplica(ServerOptions options) {
       },
       [&](int64_t revision) { return (*core)->committer().WaitApplied(revision, absl::Seconds(1)); });
   absl::StatusOr<Api> api =
-      StartApi(options, core->get(), &forwarder, store_name, [&barrier] { (void)barrier.Wait(); });
+      StartApi(options, core->get(), history, &forwarder, store_name, [&barrier] { (void)barrier.Wait(); });
   if (!api.ok()) {
     HERD_LOG_ERROR("{}", api.status().message());
     return 1;
@@ -378,6 +425,7 @@ int RunReplica(ServerOptions options) {
   LogStats(core->get());
   // Hand over at once rather than after a TTL.
   (*lease)->Resign();
+  recording.reset();
   core->reset();
   return 0;
 }
@@ -400,7 +448,12 @@ int RunMaster(const ServerOptions& o) {
     HERD_LOG_ERROR("cannot create data directory {}: {}", options.data_dir, ec.message());
     return 1;
   }
-  if (!options.store.empty()) return RunReplica(std::move(options));
+  absl::StatusOr<History> history = OpenHistory(options);
+  if (!history.ok()) {
+    HERD_LOG_ERROR("--history: {}", history.status().ToString());
+    return 1;
+  }
+  if (!options.store.empty()) return RunReplica(std::move(options), &*history);
   std::string db = (std::filesystem::path(options.data_dir) / "cell.db").string();
   auto store = store::SqliteLogStore::Open(db);
   if (!store.ok()) {
@@ -417,7 +470,7 @@ int RunMaster(const ServerOptions& o) {
   }
   double recover_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  int rc = Serve(options, core->get(), absl::StrCat("sqlite:", db), recover_ms);
+  int rc = Serve(options, core->get(), &*history, store->get(), absl::StrCat("sqlite:", db), recover_ms);
   core->reset();
   return rc;
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "master/core/master_core.h"
+#include "master/history/history_db.h"
 
 namespace herd::master {
 
@@ -38,6 +39,10 @@ struct ServerOptions {
   // token in metrics_token_file. "": no metrics endpoint.
   std::string metrics;
   std::string metrics_token_file;
+  // The history database (docs/history.md): "" = DATA/history.db, "none" =
+  // keep no history. history.path is set from it.
+  std::string history;
+  history::Options history_options;
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.

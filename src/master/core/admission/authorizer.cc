@@ -62,6 +62,8 @@ absl::string_view ActionName(Action a) {
       return "drain-machine";
     case Action::kReadMetrics:
       return "read-metrics";
+    case Action::kQueryHistory:
+      return "query-history";
     case Action::kCount:
       break;
   }
@@ -171,6 +173,7 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
     case Action::kListQuotas:
     case Action::kReadCell:
     case Action::kReadMetrics:
+    case Action::kQueryHistory:
       return absl::OkStatus();
     case Action::kSetQuota:
       return need(Capability::kQuotaAdmin);

@@ -97,6 +97,7 @@ enum class Action {
   kNotifyMachine,    // MachineChanged: a machine asks to be polled now (only itself)
   kDrainMachine,     // DrainMachines: drain or undrain (machine: which)
   kReadMetrics,      // GET /metrics on the master (herd master --metrics)
+  kQueryHistory,     // QueryHistory: read-only SQL on the history (env values are not in it)
   kCount,
 };
 // "submit-job", "kill-job", ...: how messages and the audit log name it.

@@ -30,7 +30,7 @@ TEST_F(CellPolicyTest, UsersChangeOnlyTheirOwnJobs) {
 TEST_F(CellPolicyTest, EveryoneReadsStatusButNotSecretsLogsOrTheWholeCell) {
   Principal bob = Principal::User("bob");
   for (Action a : {Action::kReadJob, Action::kListJobs, Action::kListMachines, Action::kListQuotas, Action::kReadCell,
-                   Action::kReadMetrics}) {
+                   Action::kReadMetrics, Action::kQueryHistory}) {
     EXPECT_TRUE(Allowed(bob, a, Job("alice"))) << ActionName(a);
   }
   for (Action a : {Action::kWatch, Action::kExportCheckpoint}) {
@@ -77,6 +77,7 @@ TEST_F(CellPolicyTest, AMachineOnlyRegistersItself) {
   EXPECT_FALSE(Allowed(m1, Action::kSubmitJob, Job("m1")));
   EXPECT_FALSE(Allowed(m1, Action::kExportCheckpoint, Resource{}));
   EXPECT_FALSE(Allowed(m1, Action::kReadMetrics, Resource{}));
+  EXPECT_FALSE(Allowed(m1, Action::kQueryHistory, Resource{}));
   // Nor does a user, an admin included, register as a machine.
   EXPECT_FALSE(Allowed(Principal::Admin("root"), Action::kRegisterMachine, Resource{"", "", "m1"}));
   EXPECT_TRUE(Allowed(m1, Action::kNotifyMachine, Resource{"", "", "m1"}));

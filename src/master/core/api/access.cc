@@ -110,4 +110,8 @@ absl::Status AccessApi::ReadMetrics(const Principal& who) {
   return ctx_.Authorize(who, Action::kReadMetrics, Resource{});
 }
 
+absl::Status AccessApi::QueryHistory(const Principal& who) {
+  return ctx_.Authorize(who, Action::kQueryHistory, Resource{});
+}
+
 }  // namespace herd::master

@@ -39,6 +39,8 @@ class AccessApi {
   absl::StatusOr<v1::UpdateUserResponse> UpdateUser(const Principal& who, const v1::UpdateUserRequest& req);
   // kReadMetrics on the cell: may `who` scrape this master's /metrics.
   absl::Status ReadMetrics(const Principal& who);
+  // kQueryHistory on the cell: may `who` run herd query on the history.
+  absl::Status QueryHistory(const Principal& who);
 
  private:
   const ApiContext& ctx_;

@@ -189,6 +189,8 @@ class AuthorizationTest : public ::testing::Test {
     c["ExportCheckpoint"] = [=, this] {
       return core_->stream().ExportCheckpoint(bob, 0, [](const v1::CheckpointRecord&) { return true; });
     };
+    // The gRPC handler asks this before it reads the history.
+    c["QueryHistory"] = [=, this] { return core_->access().QueryHistory(bob); };
     return c;
   }
 
@@ -217,6 +219,7 @@ class AuthorizationTest : public ::testing::Test {
         {"GrantAccess", {Action::kExecTask, web}},
         {"IssueCredential", {Action::kManageUsers, {"", "carol", ""}}},
         {"UpdateUser", {Action::kManageUsers, {"", "carol", ""}}},
+        {"QueryHistory", {Action::kQueryHistory, {}}},
     };
   }
 

@@ -451,6 +451,7 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
     }
   }
   if (opts_.on_poll) opts_.on_poll(static_cast<double>(now_mono - plan.started_ms) / 1000.0, resp.ok());
+  if (opts_.on_reply && resp.ok()) opts_.on_reply(name, *resp);
   if (!resp.ok()) {
     bool mark_down = false, lease_wait = false;
     int misses;

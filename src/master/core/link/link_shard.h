@@ -92,6 +92,9 @@ class LinkShard {
     // reply or failure, at the clock's millisecond resolution) and whether
     // it was answered. Called on a link thread, without the shard's lock.
     std::function<void(double seconds, bool answered)> on_poll;
+    // Each answered poll's reply (the history's usage; null: none). Called
+    // on a link thread, without the shard's lock: keep it cheap.
+    std::function<void(const std::string& machine, const v1::PollResponse& reply)> on_reply;
   };
   // Beyond the lease and the grace period, before a machine holding
   // at-most-once tasks is marked down: for the shim's check interval, the
