@@ -171,6 +171,16 @@ void HttpServer::Serve(int fd) {
       std::pair<std::string, std::string> kv = absl::StrSplit(lines[i], absl::MaxSplits(':', 1));
       req.headers[absl::AsciiStrToLower(kv.first)] = std::string(absl::StripAsciiWhitespace(kv.second));
     }
+    // The body, as long as Content-Length says (at most 1 MiB here).
+    size_t length = 0;
+    if (absl::SimpleAtoi(req.Header("content-length"), &length) && length <= (1u << 20)) {
+      req.body = head.substr(end + 4);
+      while (req.body.size() < length) {
+        int n = ssl ? SSL_read(ssl.get(), buf, sizeof(buf)) : static_cast<int>(read(fd, buf, sizeof(buf)));
+        if (n <= 0) break;
+        req.body.append(buf, static_cast<size_t>(n));
+      }
+    }
     {
       absl::MutexLock l(&mu_);
       requests_.push_back(req);

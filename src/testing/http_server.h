@@ -23,6 +23,7 @@ struct HttpRequest {
   std::string method;
   std::string path;                            // as sent: "/web.tar"
   std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;                            // as long as its Content-Length
   // The header's value, "" if absent.
   std::string Header(const std::string& lower_case_name) const;
   // The N of "Range: bytes=N-", or 0.
