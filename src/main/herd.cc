@@ -65,6 +65,8 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--cell", o->core.cell_name, "Cell name")->capture_default_str();
   cmd->add_option("--history", o->history,
                   "The history database for 'herd query' (default DATA/history.db; 'none': keep no history)");
+  cmd->add_option("--alerts", o->alerts,
+                  "Alarm rules and sinks, a YAML file (docs/alerts.md; default: the built-in rules, no sinks)");
   auto history_sample = std::make_shared<std::string>("60s");
   auto history_keep = std::make_shared<std::string>("7d");
   cmd->add_option("--history-sample", *history_sample,

@@ -121,6 +121,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddCheckpoint(app, ctx);
   AddCell(app, ctx);
   AddQuery(app, ctx);
+  AddAlerts(app, ctx);
   AddCredentialCommands(app, ctx);
 }
 

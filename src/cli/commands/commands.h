@@ -80,6 +80,7 @@ void AddQuota(CLI::App& app, CommandContext& ctx);
 void AddCheckpoint(CLI::App& app, CommandContext& ctx);
 void AddCell(CLI::App& app, CommandContext& ctx);
 void AddQuery(CLI::App& app, CommandContext& ctx);
+void AddAlerts(CLI::App& app, CommandContext& ctx);
 
 // Every verb above, plus the global --master and --user options.
 void AddUserCommands(CLI::App& app, CommandContext& ctx);

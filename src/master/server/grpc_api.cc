@@ -203,6 +203,25 @@ grpc::Status HerdService::QueryHistory(grpc::ServerContext* ctx, const v1::Query
   return st;
 }
 
+// The alarms live in the leader (it evaluates them): a follower forwards.
+grpc::Status HerdService::ListAlerts(grpc::ServerContext* ctx, const v1::ListAlertsRequest* req,
+                                     v1::ListAlertsResponse* out) {
+  absl::StatusOr<Principal> who = Admit(ctx);
+  if (!who.ok()) return rpc::ToGrpc(who.status());
+  if (forwarder_ != nullptr && !core_->leading()) {
+    int64_t revision = 0;
+    std::optional<grpc::Status> forwarded = forwarder_->Call(ctx, *req, out, &v1::Herd::Stub::ListAlerts, &revision);
+    if (forwarded) {
+      Stamp(ctx, revision);
+      return *forwarded;
+    }
+  }
+  if (absl::Status st = core_->access().ListAlerts(*who); !st.ok()) return rpc::ToGrpc(st);
+  if (alerts_ != nullptr) *out = alerts_->List(req->all());
+  Stamp(ctx, core_->committer().revision());
+  return grpc::Status::OK;
+}
+
 grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
                                 grpc::ServerWriter<v1::WatchResponse>* writer) {
   absl::StatusOr<Principal> who = Admit(ctx);

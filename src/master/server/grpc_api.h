@@ -16,6 +16,7 @@
 #include "herd/v1/api.grpc.pb.h"
 #include "master/core/admission/rate_limiter.h"
 #include "master/core/master_core.h"
+#include "master/alerts/alert_manager.h"
 #include "master/history/history_db.h"
 #include "master/server/forwarder.h"
 
@@ -43,6 +44,9 @@ class HerdService final : public v1::Herd::Service {
   // The history QueryHistory reads (null: this master keeps none). Set
   // before the server starts; must outlive it.
   void SetHistory(history::HistoryDb* db) { history_ = db; }
+  // The alarms ListAlerts reads (the leader's). Set before the server
+  // starts; must outlive it.
+  void SetAlerts(alerts::AlertManager* alerts) { alerts_ = alerts; }
   grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest*, v1::SubmitResponse*) override;
   grpc::Status Kill(grpc::ServerContext*, const v1::KillRequest*, v1::KillResponse*) override;
   grpc::Status Scale(grpc::ServerContext*, const v1::ScaleRequest*, v1::ScaleResponse*) override;
@@ -71,6 +75,7 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status UpdateUser(grpc::ServerContext*, const v1::UpdateUserRequest*, v1::UpdateUserResponse*) override;
   grpc::Status QueryHistory(grpc::ServerContext*, const v1::QueryHistoryRequest*,
                             v1::QueryHistoryResponse*) override;
+  grpc::Status ListAlerts(grpc::ServerContext*, const v1::ListAlertsRequest*, v1::ListAlertsResponse*) override;
 
  private:
   absl::StatusOr<Principal> Caller(const grpc::ServerContext* ctx);
@@ -89,6 +94,7 @@ class HerdService final : public v1::Herd::Service {
   RateLimiter* const limiter_;
   Forwarder* const forwarder_;
   history::HistoryDb* history_ = nullptr;
+  alerts::AlertManager* alerts_ = nullptr;
   std::atomic<int> queries_running_{0};
   std::function<void()> read_barrier_;
   std::string self_;

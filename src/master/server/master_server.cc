@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <fstream>
 #include <thread>
 
@@ -109,6 +110,27 @@ absl::StatusOr<History> OpenHistory(ServerOptions& options) {
   return h;
 }
 
+// The alarm rules (--alerts FILE, or the built-in ones).
+absl::StatusOr<std::unique_ptr<alerts::AlertManager>> MakeAlerts(const ServerOptions& options) {
+  alerts::Rules rules;
+  if (!options.alerts.empty()) {
+    constexpr std::uintmax_t kMaxBytes = 1 << 20;
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(options.alerts, ec);
+    if (ec) return absl::NotFoundError(absl::StrCat(options.alerts, ": ", ec.message()));
+    if (size > kMaxBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(options.alerts, ": ", size, " bytes; the limit is ", kMaxBytes));
+    }
+    std::ifstream in(options.alerts);
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<alerts::Rules> parsed = alerts::ParseRules(text.str(), options.alerts);
+    if (!parsed.ok()) return parsed.status();
+    rules = std::move(*parsed);
+  }
+  return std::make_unique<alerts::AlertManager>(std::move(rules), options.core.cell_name, RealClock::Get());
+}
+
 // The API of one master: the gRPC server, its rate limiter, and the
 // master.addr file (written whole once it listens: `herd up --listen
 // HOST:0` and the tests read it to find the port).
@@ -150,14 +172,16 @@ absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const Serve
   return server;
 }
 
-absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, History* history, Forwarder* forwarder,
-                             const std::string& store_name, std::function<void()> read_barrier = nullptr) {
+absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, History* history,
+                             alerts::AlertManager* alerts, Forwarder* forwarder, const std::string& store_name,
+                             std::function<void()> read_barrier = nullptr) {
   Api api;
   api.limiter = std::make_unique<RateLimiter>(
       RealClock::Get(), RateLimiter::Options{.per_second = options.user_rate, .burst = 2 * options.user_rate});
   api.service = std::make_unique<HerdService>(core, api.limiter.get(), forwarder);
   api.service->SetReadBarrier(std::move(read_barrier));
   api.service->SetHistory(history->db.get());
+  api.service->SetAlerts(alerts);
   auto server = rpc::StartServer(options.listen, {api.service.get()}, *options.core.credential, &api.bound);
   if (!server.ok()) return server.status();
   api.server = std::move(*server);
@@ -193,16 +217,17 @@ void LogStats(MasterCore* core) {
 }
 
 // One master on SQLite: serves `core` until a stop signal.
-int Serve(const ServerOptions& options, MasterCore* core, History* history, store::LogStore* store,
-          const std::string& store_name, double recover_ms) {
+int Serve(const ServerOptions& options, MasterCore* core, History* history, alerts::AlertManager* alerts,
+          store::LogStore* store, const std::string& store_name, double recover_ms) {
   SetFatalHandler(core);
   auto recording = history->Start(core, store);
-  absl::StatusOr<Api> api = StartApi(options, core, history, nullptr, store_name);
+  absl::StatusOr<Api> api = StartApi(options, core, history, alerts, nullptr, store_name);
   if (!api.ok()) {
     HERD_LOG_ERROR("{}", api.status().message());
     return 1;
   }
   core->Start();
+  alerts->Start(&core->committer());
   HERD_LOG_INFO("master of cell '{}' listening on {} (store {}, recovered in {:.1f} ms, scheduler {})",
                 options.core.cell_name, api->bound, store_name, recover_ms,
                 options.core.run_scheduler ? "internal" : "external: placements come from 'herd scheduler'");
@@ -210,6 +235,7 @@ int Serve(const ServerOptions& options, MasterCore* core, History* history, stor
   HERD_LOG_INFO("master stopping");
   api->Stop();
   core->Stop();
+  alerts->Stop();
   LogStats(core);
   return 0;
 }
@@ -247,7 +273,7 @@ absl::Status FollowTo(store::LogStore& reader, MasterCore& core, int64_t revisio
 // the leader lease; once leader, take over from the hot state and serve.
 // Losing the lease ends the process (exit 4): it must stop writing and stop
 // commanding agents at once, and a restart makes it a follower again.
-int RunReplica(ServerOptions options, History* history) {
+int RunReplica(ServerOptions options, History* history, alerts::AlertManager* alerts) {
   absl::StatusOr<store::etcd::EtcdUrl> url = store::etcd::ParseEtcdUrl(options.store);
   if (!url.ok()) {
     HERD_LOG_ERROR("--store: {}", url.status().message());
@@ -342,7 +368,7 @@ int RunReplica(ServerOptions options, History* history) {
       },
       [&](int64_t revision) { return (*core)->committer().WaitApplied(revision, absl::Seconds(1)); });
   absl::StatusOr<Api> api =
-      StartApi(options, core->get(), history, &forwarder, store_name, [&barrier] { (void)barrier.Wait(); });
+      StartApi(options, core->get(), history, alerts, &forwarder, store_name, [&barrier] { (void)barrier.Wait(); });
   if (!api.ok()) {
     HERD_LOG_ERROR("{}", api.status().message());
     return 1;
@@ -414,6 +440,7 @@ int RunReplica(ServerOptions options, History* history) {
     return 1;
   }
   (*core)->Start();
+  alerts->Start(&(*core)->committer());  // the leader evaluates the alarms
   forwarder.SetPromoted();  // changes waiting here are served here now
   const double takeover_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - won_at).count();
   HERD_LOG_INFO("won the leader lease; took over in {:.1f} ms (followed for {:.1f} s); leading cell '{}' on {}",
@@ -422,6 +449,7 @@ int RunReplica(ServerOptions options, History* history) {
   HERD_LOG_INFO("master stopping");
   api->Stop();
   (*core)->Stop();
+  alerts->Stop();
   LogStats(core->get());
   // Hand over at once rather than after a TTL.
   (*lease)->Resign();
@@ -453,7 +481,12 @@ int RunMaster(const ServerOptions& o) {
     HERD_LOG_ERROR("--history: {}", history.status().ToString());
     return 1;
   }
-  if (!options.store.empty()) return RunReplica(std::move(options), &*history);
+  absl::StatusOr<std::unique_ptr<alerts::AlertManager>> alerts = MakeAlerts(options);
+  if (!alerts.ok()) {
+    HERD_LOG_ERROR("--alerts: {}", alerts.status().message());
+    return 1;
+  }
+  if (!options.store.empty()) return RunReplica(std::move(options), &*history, alerts->get());
   std::string db = (std::filesystem::path(options.data_dir) / "cell.db").string();
   auto store = store::SqliteLogStore::Open(db);
   if (!store.ok()) {
@@ -470,7 +503,8 @@ int RunMaster(const ServerOptions& o) {
   }
   double recover_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  int rc = Serve(options, core->get(), &*history, store->get(), absl::StrCat("sqlite:", db), recover_ms);
+  int rc = Serve(options, core->get(), &*history, alerts->get(), store->get(), absl::StrCat("sqlite:", db),
+                 recover_ms);
   core->reset();
   return rc;
 }

@@ -43,6 +43,9 @@ struct ServerOptions {
   // keep no history. history.path is set from it.
   std::string history;
   history::Options history_options;
+  // Alarm rules (docs/alerts.md): a YAML file; "" = the built-in rules,
+  // with no sinks (herd alerts lists them).
+  std::string alerts;
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.

@@ -64,6 +64,8 @@ absl::string_view ActionName(Action a) {
       return "read-metrics";
     case Action::kQueryHistory:
       return "query-history";
+    case Action::kListAlerts:
+      return "list-alerts";
     case Action::kCount:
       break;
   }
@@ -174,6 +176,7 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
     case Action::kReadCell:
     case Action::kReadMetrics:
     case Action::kQueryHistory:
+    case Action::kListAlerts:
       return absl::OkStatus();
     case Action::kSetQuota:
       return need(Capability::kQuotaAdmin);

@@ -98,6 +98,7 @@ enum class Action {
   kDrainMachine,     // DrainMachines: drain or undrain (machine: which)
   kReadMetrics,      // GET /metrics on the master (herd master --metrics)
   kQueryHistory,     // QueryHistory: read-only SQL on the history (env values are not in it)
+  kListAlerts,       // ListAlerts: the cell's alarms
   kCount,
 };
 // "submit-job", "kill-job", ...: how messages and the audit log name it.

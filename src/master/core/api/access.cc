@@ -114,4 +114,8 @@ absl::Status AccessApi::QueryHistory(const Principal& who) {
   return ctx_.Authorize(who, Action::kQueryHistory, Resource{});
 }
 
+absl::Status AccessApi::ListAlerts(const Principal& who) {
+  return ctx_.Authorize(who, Action::kListAlerts, Resource{});
+}
+
 }  // namespace herd::master

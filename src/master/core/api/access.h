@@ -41,6 +41,8 @@ class AccessApi {
   absl::Status ReadMetrics(const Principal& who);
   // kQueryHistory on the cell: may `who` run herd query on the history.
   absl::Status QueryHistory(const Principal& who);
+  // kListAlerts on the cell: may `who` list the alarms (herd alerts).
+  absl::Status ListAlerts(const Principal& who);
 
  private:
   const ApiContext& ctx_;

@@ -191,6 +191,7 @@ class AuthorizationTest : public ::testing::Test {
     };
     // The gRPC handler asks this before it reads the history.
     c["QueryHistory"] = [=, this] { return core_->access().QueryHistory(bob); };
+    c["ListAlerts"] = [=, this] { return core_->access().ListAlerts(bob); };
     return c;
   }
 
@@ -220,6 +221,7 @@ class AuthorizationTest : public ::testing::Test {
         {"IssueCredential", {Action::kManageUsers, {"", "carol", ""}}},
         {"UpdateUser", {Action::kManageUsers, {"", "carol", ""}}},
         {"QueryHistory", {Action::kQueryHistory, {}}},
+        {"ListAlerts", {Action::kListAlerts, {}}},
     };
   }
 
