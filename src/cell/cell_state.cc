@@ -92,6 +92,7 @@ v1::Machine Machine::ToProto() const {
   v1::Machine m;
   m.set_name(name_);
   m.set_address(address_);
+  m.set_http(http_);
   capacity_.ToProto(m.mutable_capacity());
   *m.mutable_attributes() = attributes_;
   m.set_state(state_);
@@ -929,6 +930,7 @@ void CellState::ApplyMachineRegistered(const v1::Mutation& m, Effects* fx) {
     mach->reason_ = "re-registered";
   }
   mach->address_ = in.address();
+  mach->http_ = in.http();
   mach->capacity_ = ResourceVector::FromProto(in.capacity());
   mach->attributes_ = in.attributes();
   mach->packages_.assign(in.packages().begin(), in.packages().end());

@@ -169,6 +169,7 @@ class Machine {
  public:
   const std::string& name() const { return name_; }
   const std::string& address() const { return address_; }
+  const std::string& http() const { return http_; }  // its agent's HTTPS endpoint, if any
   const ResourceVector& capacity() const { return capacity_; }
   const google::protobuf::Map<std::string, std::string>& attributes() const { return attributes_; }
   v1::Machine::State state() const { return state_; }
@@ -205,6 +206,7 @@ class Machine {
   friend class CellState;
   std::string name_;
   std::string address_;
+  std::string http_;
   ResourceVector capacity_;
   google::protobuf::Map<std::string, std::string> attributes_;
   v1::Machine::State state_ = v1::Machine::UP;

@@ -40,6 +40,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     auto m = std::make_unique<Machine>();
     m->name_ = pm.name();
     m->address_ = pm.address();
+    m->http_ = pm.http();
     m->capacity_ = ResourceVector::FromProto(pm.capacity());
     m->attributes_ = pm.attributes();
     m->state_ = pm.state();

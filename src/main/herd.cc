@@ -57,9 +57,13 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--ca", o->ca_dir, "The cell CA's directory, to issue user credentials (herd user add)");
   cmd->add_option("--user-rate", o->user_rate, "Requests a second each user may send (bursts of twice that); 0: no limit")
       ->capture_default_str();
-  cmd->add_option("--metrics", o->metrics,
-                  "Serve Prometheus metrics at https://HOST:PORT/metrics (TLS with the master's certificate; a "
-                  "user's credential or --metrics-token-file's token)");
+  auto* metrics = cmd->add_option("--metrics", o->metrics,
+                                  "Serve Prometheus metrics at https://HOST:PORT/metrics (TLS with the master's "
+                                  "certificate; a user's credential or --metrics-token-file's token)");
+  cmd->add_option("--http", o->metrics,
+                  "The master's HTTPS endpoint HOST:PORT (/metrics; what 'herd cell --json' reports as http); the "
+                  "same as --metrics")
+      ->excludes(metrics);
   cmd->add_option("--metrics-token-file", o->metrics_token_file,
                   "With --metrics: also accept \"Authorization: Bearer TOKEN\" with the token in this file");
   cmd->add_option("--cell", o->core.cell_name, "Cell name")->capture_default_str();
@@ -171,9 +175,13 @@ void AddAgent(CLI::App& app, int& rc) {
   cmd->add_option("--root", o->root_dir, "Directory for task runs and logs");
   cmd->add_flag("--stop-tasks-on-exit", o->stop_tasks_on_exit, "Stop every task when the agent stops");
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
-  cmd->add_option("--metrics", o->metrics,
-                  "Serve Prometheus metrics at https://HOST:PORT/metrics (TLS with the machine's certificate; a "
-                  "user's or the master's credential, or --metrics-token-file's token)");
+  auto* metrics = cmd->add_option("--metrics", o->metrics,
+                                  "Serve Prometheus metrics at https://HOST:PORT/metrics (TLS with the machine's "
+                                  "certificate; a user's or the master's credential, or --metrics-token-file's token)");
+  cmd->add_option("--http", o->metrics,
+                  "The agent's HTTPS endpoint HOST:PORT (/metrics; listed as the machine's http by 'herd machines "
+                  "--json'); the same as --metrics")
+      ->excludes(metrics);
   cmd->add_option("--metrics-token-file", o->metrics_token_file,
                   "With --metrics: also accept \"Authorization: Bearer TOKEN\" with the token in this file");
   auto ports = std::make_shared<std::string>();

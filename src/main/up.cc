@@ -311,8 +311,10 @@ absl::Status EnsurePki(const UpOptions& o, const std::string& data) {
 
 Child StartMaster(const UpOptions& o, const std::string& data, const std::string& exe) {
   std::remove(MasterAddrFile(data).c_str());  // a previous master's
+  const std::string host = o.listen.substr(0, o.listen.rfind(':'));
   return {"master", Spawn({exe, "master", "--data", (fs::path(data) / "master").string(), "--listen", o.listen,
-                           "--cell", o.cell, "--poll-interval", o.poll_interval, "--ca", PkiDir(data)},
+                           "--cell", o.cell, "--poll-interval", o.poll_interval, "--ca", PkiDir(data), "--http",
+                           absl::StrCat(host, ":0")},
                           (fs::path(data) / "logs" / "master.log").string())};
 }
 
@@ -357,7 +359,7 @@ std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, cons
                                 absl::StrCat("rack=r", i / 2),
                                 // Agents on one machine share its ports: give each its own range.
                                 "--ports", absl::StrCat(20000 + 1000 * i, "-", 20999 + 1000 * i),
-                                "--stop-tasks-on-exit"},
+                                "--http", absl::StrCat(host, ":0"), "--stop-tasks-on-exit"},
                                (fs::path(data) / "logs" / (name + ".log")).string())});
   }
   return out;
@@ -365,7 +367,7 @@ std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, cons
 
 // Waits until the master answers and `agents` machines are UP.
 bool WaitReady(const std::string& data, const std::string& master, int agents, int64_t timeout_ms,
-               std::string* why) {
+               std::string* why, std::string* http) {
   absl::StatusOr<pki::Credential> admin = pki::LoadCredential(AdminCredentials(data));
   if (!admin.ok()) {
     *why = std::string(admin.status().message());
@@ -378,7 +380,10 @@ bool WaitReady(const std::string& data, const std::string& master, int agents, i
     auto ctx = rpc::Context("", 1000);
     ctx->set_wait_for_ready(true);  // wait out (and drive) the connection attempt
     grpc::Status st = stub->GetCell(ctx.get(), v1::GetCellRequest(), &info);
-    if (st.ok() && info.machines_up() >= agents) return true;
+    if (st.ok() && info.machines_up() >= agents) {
+      *http = info.http();
+      return true;
+    }
     *why = st.ok() ? absl::StrCat(info.machines_up(), " of ", agents, " agents registered")
                    : absl::StrCat("master not answering: ", st.error_message());
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -387,12 +392,16 @@ bool WaitReady(const std::string& data, const std::string& master, int agents, i
 }
 
 std::string Greeting(const UpOptions& o, const std::string& data, const std::string& master, const Slice& slice,
-                     const std::string& ha_text) {
+                     const std::string& ha_text, const std::string& http) {
   std::string text = absl::StrCat("Herd cell '", o.cell, "' is up (pid ", getpid(), ").\n", o.ha ? "  masters " : "  master  ",
                                   master, "   data: ", data, "   logs: ", data, "/logs\n", ha_text, "  agents  ");
   for (int i = 0; i < o.agents; ++i) absl::StrAppend(&text, i ? ", " : "", "m", i, " (rack r", i / 2, ")");
   absl::StrAppend(&text, "; each with cpu ", FormatCpu(slice.cpu_millis), ", memory ",
                   FormatBytes(slice.memory_bytes), "\n");
+  if (!http.empty()) {
+    absl::StrAppend(&text, "  metrics https://", http,
+                    "/metrics (and each agent's: herd machines --json, field http; docs/monitoring.md)\n");
+  }
   absl::StrAppend(&text, "Try:\n  herd submit examples/hello.yaml\n  herd jobs\n  herd status hello\n"
                          "  herd logs hello/0\n  herd machines\n");
   if (master != "127.0.0.1:7070") absl::StrAppend(&text, "(set HERD_MASTER=", master, " first)\n");
@@ -720,12 +729,13 @@ int RunUp(const UpOptions& o) {
   WriteChildren(data, children);
 
   std::string why;
-  if (!WaitReady(data, *master, o.agents, 30'000, &why)) {
+  std::string http;
+  if (!WaitReady(data, *master, o.agents, 30'000, &why, &http)) {
     StopAll(children);
     report(absl::StrCat("the cell did not come up within 30 s: ", why, " (see ", data, "/logs)\n"), false);
     return 1;
   }
-  report(Greeting(o, data, *master, slice, ha_text), true);
+  report(Greeting(o, data, *master, slice, ha_text, http), true);
 
   Supervise(children, o.detach ? Hangup::kIgnore : Hangup::kStop, data, restart);
   std::fprintf(stderr, "herd up: stopping the cell (tasks are stopped, state stays in %s)\n", data.c_str());

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/ports.h"
@@ -196,6 +197,39 @@ TEST(MetricsEndpoint, TheMasterAsksItsAuthorizer) {
   EXPECT_EQ(status(""), 401);
   EXPECT_EQ(status(cell.IssueCredential({pki::Role::kMachine, "m9"}, "m9.pem")), 403);
   EXPECT_EQ(status(cell.UserCredential("bob")), 200);
+}
+
+// `--http HOST:0` on the master and the agents: each picks a port, and the
+// cell lists where: `herd cell --json` the master's (field http), `herd
+// machines --json` each agent's, and each of those serves /metrics.
+TEST(MetricsEndpoint, TheCellListsEveryHttpEndpoint) {
+  Cell::Options o;
+  o.master_flags = {"--http", "127.0.0.1:0"};
+  o.agent_flags["m1"] = {"--http", "127.0.0.1:0"};
+  o.agent_flags["m2"] = {"--http", "127.0.0.1:0"};
+  Cell cell(o);
+  ASSERT_TRUE(cell.StartMaster().ok()) << cell.LogTails();
+  ASSERT_TRUE(cell.StartAgents(2).ok()) << cell.LogTails();
+  auto info = cell.HerdJson<v1::CellInfo>({"cell"});
+  ASSERT_TRUE(info.ok()) << info.status();
+  std::vector<std::string> endpoints = {info->http()};
+  auto machines = cell.Machines();
+  ASSERT_TRUE(machines.ok()) << machines.status();
+  ASSERT_EQ(machines->machines_size(), 2);
+  for (const v1::Machine& m : machines->machines()) endpoints.push_back(m.http());
+  for (const std::string& e : endpoints) {
+    ASSERT_TRUE(absl::StartsWith(e, "127.0.0.1:") && !absl::EndsWith(e, ":0")) << "'" << e << "'";
+    const int port = std::stoi(e.substr(e.rfind(':') + 1));
+    const std::string credential = cell.UserCredential("bob");
+    httplib::SSLClient cli("127.0.0.1", port, credential, credential);
+    cli.enable_server_certificate_verification(false);  // names, not addresses: checked above with Prometheus
+    cli.set_connection_timeout(5, 0);
+    httplib::Result r = cli.Get("/metrics");
+    ASSERT_TRUE(r) << e;
+    EXPECT_EQ(r->status, 200) << e;
+    EXPECT_TRUE(absl::StrContains(r->body, "# TYPE")) << e;
+  }
+  EXPECT_NE(endpoints[1], endpoints[2]);
 }
 
 }  // namespace

@@ -146,8 +146,13 @@ grpc::Status PollServer::Answer(const v1::PollRequest& req, v1::PollResponse* re
 // ---- Registrar --------------------------------------------------------------
 
 Registrar::Registrar(v1::Herd::StubInterface* master, const PollServer& polls, std::string address, Clock* clock,
-                     std::string master_name)
-    : master_(master), polls_(polls), address_(std::move(address)), clock_(clock), master_name_(std::move(master_name)) {}
+                     std::string master_name, std::string http)
+    : master_(master),
+      polls_(polls),
+      address_(std::move(address)),
+      clock_(clock),
+      master_name_(std::move(master_name)),
+      http_(std::move(http)) {}
 
 void Registrar::Tick() {
   const int64_t last_contact = std::max(registered_at_.load(), polls_.last_poll_ms());
@@ -170,6 +175,7 @@ grpc::Status Registrar::Register() {
   v1::Machine* m = req.mutable_machine();
   m->set_name(f.name);
   m->set_address(address_);
+  m->set_http(http_);
   f.capacity.ToProto(m->mutable_capacity());
   for (const auto& [k, v] : f.attributes) (*m->mutable_attributes())[k] = v;
   v1::RegisterMachineResponse resp;

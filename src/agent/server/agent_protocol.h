@@ -84,8 +84,10 @@ class PollServer {
 // one round of that; call it about once a second.
 class Registrar {
  public:
+  // `http`: the agent's HTTPS endpoint (/metrics), "" if none; the master
+  // lists it with the machine.
   Registrar(v1::Herd::StubInterface* master, const PollServer& polls, std::string address, Clock* clock,
-            std::string master_name);
+            std::string master_name, std::string http = "");
   void Tick();
   bool registered() const { return registered_at_ > 0; }
 
@@ -97,6 +99,7 @@ class Registrar {
   const std::string address_;
   Clock* const clock_;
   const std::string master_name_;  // for the log
+  const std::string http_;
   int64_t interval_ms_ = 2000;
   std::atomic<int64_t> registered_at_{0};  // read by other threads (registered())
   bool warned_ = false;

@@ -194,9 +194,10 @@ absl::StatusOr<std::unique_ptr<Supervisor>> StartSupervisor(const AgentOptions& 
 // change, after letting a burst gather) on two threads, until destroyed.
 class MasterContact {
  public:
-  MasterContact(const AgentOptions& o, const Supervisor& sup, const PollServer& polls, std::string address)
+  MasterContact(const AgentOptions& o, const Supervisor& sup, const PollServer& polls, std::string address,
+                std::string http)
       : stub_(v1::Herd::NewStub(rpc::Channel(o.master, o.identity, rpc::MasterIdentity()))),
-        registrar_(stub_.get(), polls, std::move(address), o.clock, o.master),
+        registrar_(stub_.get(), polls, std::move(address), o.clock, o.master, std::move(http)),
         doorbell_(stub_.get(), sup, o.name),
         sup_(sup) {
     registering_ = std::thread([this] {
@@ -291,7 +292,7 @@ int RunAgent(AgentOptions o) {
                   metrics_server->server_name());
   }
   {
-    MasterContact contact(o, **sup, polls, bound);
+    MasterContact contact(o, **sup, polls, bound, metrics_server ? metrics_server->address() : "");
     WaitForStopSignal();
   }
   if (o.stop_tasks_on_exit) {

@@ -44,6 +44,8 @@ class HerdService final : public v1::Herd::Service {
   // The history QueryHistory reads (null: this master keeps none). Set
   // before the server starts; must outlive it.
   void SetHistory(history::HistoryDb* db) { history_ = db; }
+  // This master's HTTPS endpoint (/metrics), as GetCell reports it.
+  void SetHttp(std::string address) { http_ = std::move(address); }
   // The alarms ListAlerts reads (the leader's). Set before the server
   // starts; must outlive it.
   void SetAlerts(alerts::AlertManager* alerts) { alerts_ = alerts; }
@@ -94,6 +96,7 @@ class HerdService final : public v1::Herd::Service {
   RateLimiter* const limiter_;
   Forwarder* const forwarder_;
   history::HistoryDb* history_ = nullptr;
+  std::string http_;
   alerts::AlertManager* alerts_ = nullptr;
   std::atomic<int> queries_running_{0};
   std::function<void()> read_barrier_;

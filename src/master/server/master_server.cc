@@ -182,18 +182,20 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
   api.service->SetReadBarrier(std::move(read_barrier));
   api.service->SetHistory(history->db.get());
   api.service->SetAlerts(alerts);
-  auto server = rpc::StartServer(options.listen, {api.service.get()}, *options.core.credential, &api.bound);
-  if (!server.ok()) return server.status();
-  api.server = std::move(*server);
-  api.service->SetIdentity(api.bound, store_name);
+  // The HTTPS endpoint first, so GetCell reports it from the first call.
   if (!options.metrics.empty()) {
     auto metrics = StartMetrics(options, core);
-    if (!metrics.ok()) {
-      api.Stop();
-      return metrics.status();
-    }
+    if (!metrics.ok()) return metrics.status();
     api.metrics = std::move(*metrics);
+    api.service->SetHttp(api.metrics->address());
   }
+  auto server = rpc::StartServer(options.listen, {api.service.get()}, *options.core.credential, &api.bound);
+  if (!server.ok()) {
+    api.Stop();
+    return server.status();
+  }
+  api.server = std::move(*server);
+  api.service->SetIdentity(api.bound, store_name);
   const std::filesystem::path addr = std::filesystem::path(options.data_dir) / "master.addr";
   std::ofstream(addr.string() + ".tmp") << api.bound << "\n";
   std::error_code ec;

@@ -29,9 +29,12 @@ absl::StatusOr<v1::RegisterMachineResponse> MachinesApi::RegisterMachine(const P
   HERD_RETURN_IF_ERROR(ValidateMachineName(in.name()));
   HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kRegisterMachine, Resource{"", "", in.name()}));
   if (in.address().empty()) return absl::InvalidArgumentError("machine address is required");
+  if (in.http().size() > 255 || (!in.http().empty() && in.http().find(':') == std::string::npos)) {
+    return absl::InvalidArgumentError(absl::StrCat("machine http: '", in.http().substr(0, 64), "' is not HOST:PORT"));
+  }
   auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
     const cell::Machine* m = s.FindMachine(in.name());
-    if (m != nullptr && m->state() == v1::Machine::UP && m->address() == in.address() &&
+    if (m != nullptr && m->state() == v1::Machine::UP && m->address() == in.address() && m->http() == in.http() &&
         m->capacity() == ResourceVector::FromProto(in.capacity()) && SameAttributes(m->attributes(), in.attributes())) {
       return std::vector<v1::Mutation>{};  // nothing changed
     }
@@ -39,6 +42,7 @@ absl::StatusOr<v1::RegisterMachineResponse> MachinesApi::RegisterMachine(const P
     v1::Machine* out = mut.mutable_machine_registered()->mutable_machine();
     out->set_name(in.name());
     out->set_address(in.address());
+    out->set_http(in.http());
     *out->mutable_capacity() = in.capacity();
     *out->mutable_attributes() = in.attributes();
     return std::vector<v1::Mutation>{mut};
