@@ -76,6 +76,9 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status QueryHistory(grpc::ServerContext*, const v1::QueryHistoryRequest*,
                             v1::QueryHistoryResponse*) override;
   grpc::Status ListAlerts(grpc::ServerContext*, const v1::ListAlertsRequest*, v1::ListAlertsResponse*) override;
+  grpc::Status Resolve(grpc::ServerContext*, const v1::ResolveRequest*, v1::ResolveResponse*) override;
+  grpc::Status WatchNames(grpc::ServerContext*, const v1::WatchNamesRequest*,
+                          grpc::ServerWriter<v1::WatchNamesResponse>*) override;
 
  private:
   absl::StatusOr<Principal> Caller(const grpc::ServerContext* ctx);
