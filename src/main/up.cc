@@ -311,9 +311,14 @@ absl::Status EnsurePki(const UpOptions& o, const std::string& data) {
 
 Child StartMaster(const UpOptions& o, const std::string& data, const std::string& exe) {
   std::remove(MasterAddrFile(data).c_str());  // a previous master's
-  return {"master", Spawn({exe, "master", "--data", (fs::path(data) / "master").string(), "--listen", o.listen,
-                           "--cell", o.cell, "--poll-interval", o.poll_interval, "--ca", PkiDir(data)},
-                          (fs::path(data) / "logs" / "master.log").string())};
+  std::vector<std::string> args = {exe,     "master", "--data",          (fs::path(data) / "master").string(),
+                                   "--listen", o.listen, "--cell",         o.cell,
+                                   "--poll-interval", o.poll_interval, "--ca", PkiDir(data)};
+  if (!o.dns.empty()) {
+    args.push_back("--dns");
+    args.push_back(o.dns);
+  }
+  return {"master", Spawn(args, (fs::path(data) / "logs" / "master.log").string())};
 }
 
 // The master's address: --listen, or, with port 0 there, the port it bound,
@@ -364,8 +369,9 @@ std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, cons
 }
 
 // Waits until the master answers and `agents` machines are UP.
+// Until every agent has registered; *dns gets where the master answers DNS.
 bool WaitReady(const std::string& data, const std::string& master, int agents, int64_t timeout_ms,
-               std::string* why) {
+               std::string* why, std::string* dns) {
   absl::StatusOr<pki::Credential> admin = pki::LoadCredential(AdminCredentials(data));
   if (!admin.ok()) {
     *why = std::string(admin.status().message());
@@ -378,7 +384,10 @@ bool WaitReady(const std::string& data, const std::string& master, int agents, i
     auto ctx = rpc::Context("", 1000);
     ctx->set_wait_for_ready(true);  // wait out (and drive) the connection attempt
     grpc::Status st = stub->GetCell(ctx.get(), v1::GetCellRequest(), &info);
-    if (st.ok() && info.machines_up() >= agents) return true;
+    if (st.ok() && info.machines_up() >= agents) {
+      *dns = info.dns();
+      return true;
+    }
     *why = st.ok() ? absl::StrCat(info.machines_up(), " of ", agents, " agents registered")
                    : absl::StrCat("master not answering: ", st.error_message());
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -387,12 +396,17 @@ bool WaitReady(const std::string& data, const std::string& master, int agents, i
 }
 
 std::string Greeting(const UpOptions& o, const std::string& data, const std::string& master, const Slice& slice,
-                     const std::string& ha_text) {
+                     const std::string& ha_text, const std::string& dns) {
   std::string text = absl::StrCat("Herd cell '", o.cell, "' is up (pid ", getpid(), ").\n", o.ha ? "  masters " : "  master  ",
                                   master, "   data: ", data, "   logs: ", data, "/logs\n", ha_text, "  agents  ");
   for (int i = 0; i < o.agents; ++i) absl::StrAppend(&text, i ? ", " : "", "m", i, " (rack r", i / 2, ")");
   absl::StrAppend(&text, "; each with cpu ", FormatCpu(slice.cpu_millis), ", memory ",
                   FormatBytes(slice.memory_bytes), "\n");
+  if (!dns.empty()) {
+    const std::string port = dns.substr(dns.rfind(':') + 1);
+    absl::StrAppend(&text, "  dns     ", dns, " (UDP and TCP; try: dig @", dns.substr(0, dns.rfind(':')), " -p ",
+                    port, " hello.alice.", o.cell, ".herd, once examples/hello.yaml runs)\n");
+  }
   absl::StrAppend(&text, "Try:\n  herd submit examples/hello.yaml\n  herd jobs\n  herd status hello\n"
                          "  herd logs hello/0\n  herd machines\n");
   if (master != "127.0.0.1:7070") absl::StrAppend(&text, "(set HERD_MASTER=", master, " first)\n");
@@ -720,12 +734,13 @@ int RunUp(const UpOptions& o) {
   WriteChildren(data, children);
 
   std::string why;
-  if (!WaitReady(data, *master, o.agents, 30'000, &why)) {
+  std::string dns;
+  if (!WaitReady(data, *master, o.agents, 30'000, &why, &dns)) {
     StopAll(children);
     report(absl::StrCat("the cell did not come up within 30 s: ", why, " (see ", data, "/logs)\n"), false);
     return 1;
   }
-  report(Greeting(o, data, *master, slice, ha_text), true);
+  report(Greeting(o, data, *master, slice, ha_text, dns), true);
 
   Supervise(children, o.detach ? Hangup::kIgnore : Hangup::kStop, data, restart);
   std::fprintf(stderr, "herd up: stopping the cell (tasks are stopped, state stays in %s)\n", data.c_str());

@@ -144,6 +144,7 @@ grpc::Status HerdService::GetCell(grpc::ServerContext* ctx, const v1::GetCellReq
   out->set_store(store_);
   out->set_replica(self_);
   out->set_role(leading ? "leader" : "follower");
+  out->set_dns(dns_);
   Stamp(ctx, out->revision());
   return st;
 }
