@@ -52,6 +52,7 @@ function(herd_check_dependencies)
   _herd_forbid(herd_store_sqlite "${GRPC}|herd_sched" "gRPC or the scheduler")
   set(READERS "yaml|jsonnet|JSONNET|herd_spec$")
   _herd_forbid(herd_spec_validate "${GRPC}|${SQLITE}|${READERS}" "gRPC, SQLite or the spec readers")
+  _herd_forbid(herd_naming "${GRPC}|${SQLITE}|herd_store" "gRPC or the store")
   _herd_forbid(herd_master_core "${GRPC}|${SQLITE}|herd_store_sqlite|herd_store_etcd|${READERS}"
                "gRPC, a concrete store backend or the spec readers (herd_spec_validate is enough)")
   _herd_forbid(herd_sim "${GRPC}|herd_agent|herd_store_sqlite|${READERS}" "gRPC, agent, a concrete store or the spec readers")

@@ -13,6 +13,7 @@ PACKAGES=(
   prometheus-cpp-dev libcpp-httplib-dev prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
+  bind9-dnsutils
 )
 
 missing=()

@@ -66,6 +66,15 @@ void AddMaster(CLI::App& app, int& rc) {
       ->excludes(metrics);
   cmd->add_option("--metrics-token-file", o->metrics_token_file,
                   "With --metrics: also accept \"Authorization: Bearer TOKEN\" with the token in this file");
+  cmd->add_option("--dns", o->dns,
+                  "Answer DNS for tasks' names at HOST:PORT, UDP and TCP (no TLS: names only; see docs/naming.md)");
+  cmd->add_option("--dns-domain", o->core.dns_domain, "The DNS domain of tasks' names (INDEX.JOB.USER.CELL.DOMAIN)")
+      ->capture_default_str()
+      ->check([](const std::string& d) -> std::string {
+        bool ok = !d.empty() && d.size() <= 100 && d.front() != '.' && d.back() != '.' && d.find("..") == d.npos;
+        for (char c : d) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.');
+        return ok ? "" : "a DNS name of a-z, 0-9, '-' and '.', at most 100 characters";
+      });
   cmd->add_option("--cell", o->core.cell_name, "Cell name")->capture_default_str();
   cmd->add_option("--history", o->history,
                   "The history database for 'herd query' (default DATA/history.db; 'none': keep no history)");
@@ -301,6 +310,9 @@ void AddUp(CLI::App& app, int& rc) {
   cmd->add_option("--listen", o->listen, "Master address HOST:PORT")->capture_default_str();
   cmd->add_option("--cell", o->cell, "Cell name")->capture_default_str();
   cmd->add_option("--poll-interval", o->poll_interval, "How often the master polls each agent")
+      ->capture_default_str();
+  cmd->add_option("--dns", o->dns,
+                  "The master's DNS responder for tasks' names (port 0: any free one; \"\": none; not with --ha)")
       ->capture_default_str();
   cmd->add_flag("-d,--detach", o->detach, "Run in the background (stop with 'herd down')");
   cmd->add_flag("--ha", o->ha,

@@ -312,10 +312,15 @@ absl::Status EnsurePki(const UpOptions& o, const std::string& data) {
 Child StartMaster(const UpOptions& o, const std::string& data, const std::string& exe) {
   std::remove(MasterAddrFile(data).c_str());  // a previous master's
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
-  return {"master", Spawn({exe, "master", "--data", (fs::path(data) / "master").string(), "--listen", o.listen,
-                           "--cell", o.cell, "--poll-interval", o.poll_interval, "--ca", PkiDir(data), "--http",
-                           absl::StrCat(host, ":0")},
-                          (fs::path(data) / "logs" / "master.log").string())};
+  std::vector<std::string> args = {exe,      "master",   "--data",          (fs::path(data) / "master").string(),
+                                   "--listen", o.listen,   "--cell",          o.cell,
+                                   "--poll-interval", o.poll_interval, "--ca", PkiDir(data),
+                                   "--http",   absl::StrCat(host, ":0")};
+  if (!o.dns.empty()) {
+    args.push_back("--dns");
+    args.push_back(o.dns);
+  }
+  return {"master", Spawn(args, (fs::path(data) / "logs" / "master.log").string())};
 }
 
 // The master's address: --listen, or, with port 0 there, the port it bound,
@@ -365,9 +370,10 @@ std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, cons
   return out;
 }
 
-// Waits until the master answers and `agents` machines are UP.
+// Waits until the master answers and `agents` machines are UP; *ready gets
+// the cell as the master then describes it (its DNS and HTTPS endpoints).
 bool WaitReady(const std::string& data, const std::string& master, int agents, int64_t timeout_ms,
-               std::string* why, std::string* http) {
+               std::string* why, v1::CellInfo* ready) {
   absl::StatusOr<pki::Credential> admin = pki::LoadCredential(AdminCredentials(data));
   if (!admin.ok()) {
     *why = std::string(admin.status().message());
@@ -381,7 +387,7 @@ bool WaitReady(const std::string& data, const std::string& master, int agents, i
     ctx->set_wait_for_ready(true);  // wait out (and drive) the connection attempt
     grpc::Status st = stub->GetCell(ctx.get(), v1::GetCellRequest(), &info);
     if (st.ok() && info.machines_up() >= agents) {
-      *http = info.http();
+      *ready = info;
       return true;
     }
     *why = st.ok() ? absl::StrCat(info.machines_up(), " of ", agents, " agents registered")
@@ -392,14 +398,20 @@ bool WaitReady(const std::string& data, const std::string& master, int agents, i
 }
 
 std::string Greeting(const UpOptions& o, const std::string& data, const std::string& master, const Slice& slice,
-                     const std::string& ha_text, const std::string& http) {
+                     const std::string& ha_text, const v1::CellInfo& info) {
   std::string text = absl::StrCat("Herd cell '", o.cell, "' is up (pid ", getpid(), ").\n", o.ha ? "  masters " : "  master  ",
                                   master, "   data: ", data, "   logs: ", data, "/logs\n", ha_text, "  agents  ");
   for (int i = 0; i < o.agents; ++i) absl::StrAppend(&text, i ? ", " : "", "m", i, " (rack r", i / 2, ")");
   absl::StrAppend(&text, "; each with cpu ", FormatCpu(slice.cpu_millis), ", memory ",
                   FormatBytes(slice.memory_bytes), "\n");
-  if (!http.empty()) {
-    absl::StrAppend(&text, "  metrics https://", http,
+  if (!info.dns().empty()) {
+    const std::string& dns = info.dns();
+    const std::string port = dns.substr(dns.rfind(':') + 1);
+    absl::StrAppend(&text, "  dns     ", dns, " (UDP and TCP; try: dig @", dns.substr(0, dns.rfind(':')), " -p ",
+                    port, " hello.alice.", o.cell, ".herd, once examples/hello.yaml runs)\n");
+  }
+  if (!info.http().empty()) {
+    absl::StrAppend(&text, "  metrics https://", info.http(),
                     "/metrics (and each agent's: herd machines --json, field http; docs/monitoring.md)\n");
   }
   absl::StrAppend(&text, "Try:\n  herd submit examples/hello.yaml\n  herd jobs\n  herd status hello\n"
@@ -729,13 +741,13 @@ int RunUp(const UpOptions& o) {
   WriteChildren(data, children);
 
   std::string why;
-  std::string http;
-  if (!WaitReady(data, *master, o.agents, 30'000, &why, &http)) {
+  v1::CellInfo ready;
+  if (!WaitReady(data, *master, o.agents, 30'000, &why, &ready)) {
     StopAll(children);
     report(absl::StrCat("the cell did not come up within 30 s: ", why, " (see ", data, "/logs)\n"), false);
     return 1;
   }
-  report(Greeting(o, data, *master, slice, ha_text, http), true);
+  report(Greeting(o, data, *master, slice, ha_text, ready), true);
 
   Supervise(children, o.detach ? Hangup::kIgnore : Hangup::kStop, data, restart);
   std::fprintf(stderr, "herd up: stopping the cell (tasks are stopped, state stays in %s)\n", data.c_str());

@@ -20,6 +20,9 @@ struct UpOptions {
   // masters on it (ports picked once and kept in DATA/ha.ports), agents
   // given the list; a master that dies is started again.
   bool ha = false;
+  // The master's DNS responder (docs/naming.md); "" = none. Loopback: DNS
+  // has no TLS.
+  std::string dns = "127.0.0.1:0";
 };
 
 std::string DefaultUpDir();

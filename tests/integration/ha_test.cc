@@ -40,7 +40,7 @@ class HaTest : public ::testing::Test {
     std::filesystem::create_directories(cell_.dir().Sub("etcd"));
     absl::Status st = etcd_->Start();
     ASSERT_TRUE(st.ok()) << st;
-    st = cell_.StartReplicas(3, etcd_->Url("/herd/ha-test/"));
+    st = cell_.StartReplicas(3, etcd_->Url("/herd/ha-test/"), {"--dns", "127.0.0.1:0"});
     ASSERT_TRUE(st.ok()) << st << cell_.LogTails();
     ASSERT_TRUE(cell_.StartAgents(2).ok()) << cell_.LogTails();
   }
@@ -179,6 +179,18 @@ TEST_F(HaTest, AFollowerAnswersReadsAndForwardsChanges) {
     ASSERT_TRUE(tasks.ok()) << tasks.status();
     EXPECT_EQ(tasks->tasks_size(), 2);
     WaitRunning("alice/" + job, 2);
+    // Names come from the follower's own state: Resolve and its DNS
+    // responder answer there too.
+    ASSERT_TRUE(Eventually([&] {
+      auto names = cell_.HerdJson<v1::ResolveResponse>({"--master", list[i], "resolve", "alice/" + job});
+      return names.ok() && names->records_size() == 2 && names->records(0).address() == "127.0.0.1" &&
+             names->records(1).address() == "127.0.0.1";
+    })) << cell_.LogTails();
+    const std::string dns = info->dns();
+    ASSERT_FALSE(dns.empty());
+    RunResult dig = harness::Run({"/usr/bin/dig", "@127.0.0.1", "-p", dns.substr(dns.rfind(':') + 1), "+short",
+                                  absl::StrCat("1.", job, ".alice.local.herd")});
+    EXPECT_EQ(dig.out, "127.0.0.1\n") << dig.Describe();
     // The leader has it too (it made the change).
     auto at_leader = cell_.HerdJson<v1::ListTasksResponse>({"--master", list[leader], "tasks", "alice/" + job});
     ASSERT_TRUE(at_leader.ok()) << at_leader.status();

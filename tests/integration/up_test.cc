@@ -140,6 +140,14 @@ TEST_F(UpTest, AKilledCellComesBackOnItsDataAndReadoptsItsTasksAndDownLeavesNoth
   ASSERT_EQ(sub.exit_code, 0) << sub.Describe();
   v1::ListTasksResponse before = WaitActive("sleepers", 3);
   ASSERT_FALSE(HasFailure());
+  // The cell answers DNS for its tasks on a loopback port it printed.
+  auto info = harness::ParseJsonAs<v1::CellInfo>(Herd({"cell", "--json"}).out);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_TRUE(absl::StartsWith(info->dns(), "127.0.0.1:")) << info->ShortDebugString();
+  EXPECT_TRUE(absl::StrContains(up.out, absl::StrCat("dns     ", info->dns()))) << up.out;
+  RunResult dig = harness::Run(
+      {"/usr/bin/dig", "@127.0.0.1", "-p", info->dns().substr(10), "+short", "0.sleepers.alice.local.herd"});
+  EXPECT_EQ(dig.out, "127.0.0.1\n") << dig.Describe();
   std::vector<ProcInfo> tasks;
   for (const v1::Task& t : before.tasks()) {
     std::optional<ProcInfo> p = harness::ReadProc(static_cast<pid_t>(t.pid()));

@@ -113,6 +113,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddTasks(app, ctx);
   AddStatus(app, ctx);
   AddWhy(app, ctx);
+  AddResolve(app, ctx);
   AddMachines(app, ctx);
   AddDrain(app, ctx);
   AddLogs(app, ctx);

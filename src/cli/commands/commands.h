@@ -72,6 +72,8 @@ void AddJobs(CLI::App& app, CommandContext& ctx);
 void AddTasks(CLI::App& app, CommandContext& ctx);
 void AddStatus(CLI::App& app, CommandContext& ctx);
 void AddWhy(CLI::App& app, CommandContext& ctx);
+// herd resolve NAME [--watch]: tasks' names (Resolve, WatchNames).
+void AddResolve(CLI::App& app, CommandContext& ctx);
 void AddMachines(CLI::App& app, CommandContext& ctx);
 void AddDrain(CLI::App& app, CommandContext& ctx);
 void AddLogs(CLI::App& app, CommandContext& ctx);

@@ -180,6 +180,7 @@ void AddCell(CLI::App& app, CommandContext& ctx) {
     }
     std::printf("machines: %d (%d up)\njobs: %d live\ntasks: %d running, %d pending, %d dead\n", info.machines(),
                 info.machines_up(), info.jobs(), info.tasks_running(), info.tasks_pending(), info.tasks_dead());
+    if (!info.dns().empty()) std::printf("dns: %s (tasks' names, see herd resolve)\n", info.dns().c_str());
   });
 }
 

@@ -32,14 +32,19 @@ std::string Table::ToString() const {
   return out;
 }
 
-std::string ToJson(const google::protobuf::Message& m) {
+namespace {
+std::string Json(const google::protobuf::Message& m, bool indent) {
   google::protobuf::util::JsonPrintOptions o;
-  o.add_whitespace = true;
+  o.add_whitespace = indent;
   o.always_print_primitive_fields = true;
   std::string out;
   (void)google::protobuf::util::MessageToJsonString(m, &out, o);
   return out;
 }
+}  // namespace
+
+std::string ToJson(const google::protobuf::Message& m) { return Json(m, true); }
+std::string ToJsonLine(const google::protobuf::Message& m) { return Json(m, false); }
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())

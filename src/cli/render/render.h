@@ -25,6 +25,8 @@ class Table {
 
 // Canonical proto3 JSON, indented, with enum names and default values.
 std::string ToJson(const google::protobuf::Message& m);
+// The same on one line: for streams, one message a line.
+std::string ToJsonLine(const google::protobuf::Message& m);
 
 // "5s", "3m", "2h", "4d" since `ms` (wall time); "-" if 0.
 std::string Age(int64_t ms, int64_t now_ms);

@@ -6,6 +6,7 @@
 //   jobs()      submit, kill, read jobs and tasks, why-pending, Propose
 //   machines()  machines registering and listed, quota, the cell in brief
 //   stream()    Watch (the change log) and checkpoints
+//   names()     Resolve and WatchNames (tasks' names, naming/names.h)
 //
 // Every handler asks the Authorizer (admission/authorizer.h) before it acts.
 // No gRPC: master/server adapts it to gRPC; the simulator drives it directly.
@@ -22,6 +23,7 @@
 #include "master/core/api/access.h"
 #include "master/core/api/jobs.h"
 #include "master/core/api/machines.h"
+#include "master/core/api/names.h"
 #include "master/core/api/stream.h"
 #include "master/core/committer.h"
 #include "master/core/link/agent_link.h"
@@ -69,6 +71,7 @@ class MasterCore {
   AccessApi& access() { return access_; }
   MachinesApi& machines() { return machines_; }
   StreamApi& stream() { return stream_; }
+  NamesApi& names() { return names_; }
 
   Committer& committer() { return *committer_; }
   const MasterOptions& options() const { return options_; }
@@ -95,6 +98,7 @@ class MasterCore {
   AccessApi access_;
   MachinesApi machines_;
   StreamApi stream_;
+  NamesApi names_;
   std::unique_ptr<CommitterChangeSource> sched_source_;
   std::unique_ptr<FunctionProposalSink> sched_sink_;
   std::unique_ptr<sched::SchedulerLoop> sched_loop_;

@@ -39,6 +39,9 @@ struct MasterOptions {
   // Where the master's metrics go (master_metrics.h); null: none. Must
   // outlive the MasterCore.
   metrics::Registry* metrics = nullptr;
+  // The DNS domain tasks' names live under (docs/naming.md):
+  // 0.hello.alice.local.herd. Also in Resolve's answers.
+  std::string dns_domain = "herd";
 };
 
 }  // namespace herd::master

@@ -145,6 +145,7 @@ grpc::Status HerdService::GetCell(grpc::ServerContext* ctx, const v1::GetCellReq
   out->set_replica(self_);
   out->set_role(leading ? "leader" : "follower");
   out->set_http(http_);
+  out->set_dns(dns_);
   Stamp(ctx, out->revision());
   return st;
 }
@@ -159,6 +160,9 @@ grpc::Status HerdService::IssueCredential(grpc::ServerContext* ctx, const v1::Is
 grpc::Status HerdService::UpdateUser(grpc::ServerContext* ctx, const v1::UpdateUserRequest* req,
                                      v1::UpdateUserResponse* out) {
   HERD_CHANGE(access, UpdateUser);
+}
+grpc::Status HerdService::Resolve(grpc::ServerContext* ctx, const v1::ResolveRequest* req, v1::ResolveResponse* out) {
+  HERD_CALL(names, Resolve);
 }
 
 #undef HERD_CHANGE
@@ -229,6 +233,17 @@ grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest
   if (!who.ok()) return rpc::ToGrpc(who.status());
   return rpc::ToGrpc(core_->stream().Watch(
       *who, req->from_revision(), [&](const v1::WatchResponse& r) { return writer->Write(r); },
+      [&] { return ctx->IsCancelled(); }));
+}
+
+// Any replica serves it from its own state: names follow the committed log.
+grpc::Status HerdService::WatchNames(grpc::ServerContext* ctx, const v1::WatchNamesRequest* req,
+                                     grpc::ServerWriter<v1::WatchNamesResponse>* writer) {
+  absl::StatusOr<Principal> who = Admit(ctx);
+  if (!who.ok()) return rpc::ToGrpc(who.status());
+  Barrier();
+  return rpc::ToGrpc(core_->names().WatchNames(
+      *who, *req, [&](const v1::WatchNamesResponse& r) { return writer->Write(r); },
       [&] { return ctx->IsCancelled(); }));
 }
 

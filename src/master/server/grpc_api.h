@@ -49,6 +49,9 @@ class HerdService final : public v1::Herd::Service {
   // The alarms ListAlerts reads (the leader's). Set before the server
   // starts; must outlive it.
   void SetAlerts(alerts::AlertManager* alerts) { alerts_ = alerts; }
+  // Where this master's DNS responder listens ("" if it has none), as
+  // GetCell reports it; set before the server starts.
+  void SetDns(std::string address) { dns_ = std::move(address); }
   grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest*, v1::SubmitResponse*) override;
   grpc::Status Kill(grpc::ServerContext*, const v1::KillRequest*, v1::KillResponse*) override;
   grpc::Status Scale(grpc::ServerContext*, const v1::ScaleRequest*, v1::ScaleResponse*) override;
@@ -78,6 +81,9 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status QueryHistory(grpc::ServerContext*, const v1::QueryHistoryRequest*,
                             v1::QueryHistoryResponse*) override;
   grpc::Status ListAlerts(grpc::ServerContext*, const v1::ListAlertsRequest*, v1::ListAlertsResponse*) override;
+  grpc::Status Resolve(grpc::ServerContext*, const v1::ResolveRequest*, v1::ResolveResponse*) override;
+  grpc::Status WatchNames(grpc::ServerContext*, const v1::WatchNamesRequest*,
+                          grpc::ServerWriter<v1::WatchNamesResponse>*) override;
 
  private:
   absl::StatusOr<Principal> Caller(const grpc::ServerContext* ctx);
@@ -102,6 +108,7 @@ class HerdService final : public v1::Herd::Service {
   std::function<void()> read_barrier_;
   std::string self_;
   std::string store_;
+  std::string dns_;
 };
 
 // Polls agents over gRPC as the master (credential `self`), one cached

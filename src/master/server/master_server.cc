@@ -21,6 +21,8 @@
 #include "master/server/grpc_api.h"
 #include "master/server/read_barrier.h"
 #include "master/history/recorder.h"
+#include "master/core/naming/names.h"
+#include "master/server/dns_server.h"
 #include "metrics/server/metrics_server.h"
 #include "rpc/rpc.h"
 #include "master/core/recovery.h"
@@ -140,9 +142,11 @@ struct Api {
   std::unique_ptr<grpc::Server> server;
   std::string bound;
   std::unique_ptr<metrics::MetricsServer> metrics;  // with --metrics
+  std::unique_ptr<DnsServer> dns;                  // with --dns
 
   void Stop() {
     metrics.reset();  // before the core its gauges read goes
+    dns.reset();
     if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }
 };
@@ -172,6 +176,20 @@ absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const Serve
   return server;
 }
 
+// --dns: tasks' names from this replica's state (a follower answers too:
+// the names follow the committed log).
+absl::StatusOr<std::unique_ptr<DnsServer>> StartDns(const ServerOptions& options, MasterCore* core) {
+  const std::string domain = options.core.dns_domain;
+  auto server = DnsServer::Start(DnsServerOptions{.address = options.dns}, [core, domain](const dns::Question& q) {
+    return core->committer().Read(
+        [&](const cell::CellState& s) { return AnswerDns(s, q, domain, s.revision()); });
+  });
+  if (!server.ok()) return server.status();
+  HERD_LOG_INFO("DNS for {}.{} on {} (UDP and TCP, no TLS: names only)", options.core.cell_name, domain,
+                (*server)->address());
+  return server;
+}
+
 absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, History* history,
                              alerts::AlertManager* alerts, Forwarder* forwarder, const std::string& store_name,
                              std::function<void()> read_barrier = nullptr) {
@@ -182,7 +200,14 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
   api.service->SetReadBarrier(std::move(read_barrier));
   api.service->SetHistory(history->db.get());
   api.service->SetAlerts(alerts);
-  // The HTTPS endpoint first, so GetCell reports it from the first call.
+  // The DNS and HTTPS endpoints first, so GetCell reports them from the
+  // first call.
+  if (!options.dns.empty()) {
+    auto dns = StartDns(options, core);
+    if (!dns.ok()) return dns.status();
+    api.dns = std::move(*dns);
+    api.service->SetDns(api.dns->address());
+  }
   if (!options.metrics.empty()) {
     auto metrics = StartMetrics(options, core);
     if (!metrics.ok()) return metrics.status();

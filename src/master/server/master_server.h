@@ -46,6 +46,9 @@ struct ServerOptions {
   // Alarm rules (docs/alerts.md): a YAML file; "" = the built-in rules,
   // with no sinks (herd alerts lists them).
   std::string alerts;
+  // "HOST:PORT": answer DNS for tasks' names there, over UDP and TCP
+  // (dns_server.h; the domain is core.dns_domain). "": no DNS.
+  std::string dns;
 };
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.

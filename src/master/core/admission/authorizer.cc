@@ -66,6 +66,8 @@ absl::string_view ActionName(Action a) {
       return "query-history";
     case Action::kListAlerts:
       return "list-alerts";
+    case Action::kResolveName:
+      return "resolve-name";
     case Action::kCount:
       break;
   }
@@ -150,6 +152,7 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
         case Action::kReadJob:
         case Action::kListJobs:
         case Action::kListQuotas:
+        case Action::kResolveName:
           return absl::OkStatus();
         default:
           return Denied(who, action, on, "a user's credential");
@@ -177,6 +180,7 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
     case Action::kReadMetrics:
     case Action::kQueryHistory:
     case Action::kListAlerts:
+    case Action::kResolveName:
       return absl::OkStatus();
     case Action::kSetQuota:
       return need(Capability::kQuotaAdmin);

@@ -99,6 +99,7 @@ enum class Action {
   kReadMetrics,      // GET /metrics on the master (herd master --metrics)
   kQueryHistory,     // QueryHistory: read-only SQL on the history (env values are not in it)
   kListAlerts,       // ListAlerts: the cell's alarms
+  kResolveName,      // Resolve, WatchNames: tasks' names, addresses, ports and health (on the job)
   kCount,
 };
 // "submit-job", "kill-job", ...: how messages and the audit log name it.
@@ -138,8 +139,8 @@ class AllowAll final : public Authorizer {
 // - a scheduler may read the cell and propose placements;
 // - a user may submit (create or update), scale, kill, exec into, and read
 //   the logs and secrets of their own jobs; may read every job's status
-//   (env values hidden), the machines, the quotas, the cell and its
-//   metrics; everything else needs a capability:
+//   (env values hidden) and its tasks' names, the machines, the quotas,
+//   the cell and its metrics; everything else needs a capability:
 //   quota-admin to set quotas, exec-any to exec into others' tasks,
 //   read-all for others' secrets and logs, the cell's stream and
 //   checkpoints, admin for the rest (changing others' jobs, users,

@@ -186,6 +186,18 @@ class AuthorizationTest : public ::testing::Test {
       r.add_grant("admin");
       return core_->access().UpdateUser(bob, r).status();
     };
+    c["Resolve"] = [=, this] {
+      v1::ResolveRequest r;
+      r.set_name("alice/web");
+      return core_->names().Resolve(bob, r).status();
+    };
+    c["WatchNames"] = [=, this] {
+      v1::WatchNamesRequest r;
+      r.set_name("/local/alice/web/0");
+      int calls = 0;
+      return core_->names().WatchNames(
+          bob, r, [&](const v1::WatchNamesResponse&) { return ++calls < 1; }, [&] { return calls > 0; });
+    };
     c["ExportCheckpoint"] = [=, this] {
       return core_->stream().ExportCheckpoint(bob, 0, [](const v1::CheckpointRecord&) { return true; });
     };
@@ -222,6 +234,8 @@ class AuthorizationTest : public ::testing::Test {
         {"UpdateUser", {Action::kManageUsers, {"", "carol", ""}}},
         {"QueryHistory", {Action::kQueryHistory, {}}},
         {"ListAlerts", {Action::kListAlerts, {}}},
+        {"Resolve", {Action::kResolveName, web}},
+        {"WatchNames", {Action::kResolveName, web}},
     };
   }
 
