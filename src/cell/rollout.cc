@@ -118,17 +118,26 @@ v1::Mutation Step(const CellState& state, const Job& job, const std::vector<cons
 std::vector<v1::Mutation> StepRollout(const CellState& state, const Job& job, int64_t now_ms) {
   const v1::Rollout& r = job.rollout;
   std::vector<v1::Mutation> out;
-  if (job.state == v1::Job::DEAD || r.state() != v1::Rollout::ROLLING || r.version() != job.version) return out;
+  if (job.state == v1::Job::DEAD || r.version() != job.version) return out;
   const v1::UpdateStrategy& s = r.strategy();
   const int64_t min_healthy = s.min_healthy_time_ms();
+  // A failed rollout that asked for it goes back (again on the next pass,
+  // should this one not be committed).
+  auto rollback = [&](const std::string& why) {
+    if (!s.auto_rollback() || r.rollback()) return;
+    absl::StatusOr<v1::Mutation> back =
+        RollbackMutation(state, job, r.from_version(), absl::StrCat("rolled back automatically: ", why));
+    if (back.ok()) out.push_back(*std::move(back));
+  };
+  if (r.state() == v1::Rollout::FAILED) {
+    rollback(r.message());
+    return out;
+  }
+  if (r.state() != v1::Rollout::ROLLING) return out;
 
   if (std::string why = Failure(job, now_ms); !why.empty()) {
     out.push_back(Changed(job, v1::Rollout::FAILED, why));
-    if (s.auto_rollback() && !r.rollback()) {
-      absl::StatusOr<v1::Mutation> back =
-          RollbackMutation(state, job, r.from_version(), absl::StrCat("rolled back automatically: ", why));
-      if (back.ok()) out.push_back(*std::move(back));
-    }
+    rollback(why);
     return out;
   }
 
@@ -189,7 +198,8 @@ std::vector<v1::Mutation> StepRollout(const CellState& state, const Job& job, in
 std::vector<v1::Mutation> StepRollouts(const CellState& state, int64_t now_ms) {
   std::vector<v1::Mutation> out;
   for (const auto& [id, job] : state.jobs()) {
-    if (job->rollout.state() != v1::Rollout::ROLLING) continue;
+    const v1::Rollout::State st = job->rollout.state();
+    if (st != v1::Rollout::ROLLING && !(st == v1::Rollout::FAILED && job->rollout.strategy().auto_rollback())) continue;
     std::vector<v1::Mutation> more = StepRollout(state, *job, now_ms);
     for (v1::Mutation& m : more) out.push_back(std::move(m));
   }

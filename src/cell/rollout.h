@@ -14,7 +14,8 @@
 // once they are healthy, until `herd resume`. A task of the new version
 // that exits (it restarts in place, or fails) or is not healthy within
 // progress_deadline fails the rollout; with auto_rollback the job goes
-// back to the version it replaced, rolled the same way.
+// back to the version it replaced, rolled the same way (decided again from
+// a FAILED rollout until that is committed).
 //
 // Pure: no I/O, time passed in.
 #pragma once

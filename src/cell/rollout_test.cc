@@ -234,13 +234,20 @@ TEST_F(RolloutTest, MissedProgressDeadlineFailsAndRollsBack) {
   clock_.AdvanceMs(60'000);
   EXPECT_TRUE(Step().empty()) << "the deadline has not passed yet";
   clock_.AdvanceMs(1);
-  std::vector<v1::Mutation> failed = Step();
+  std::vector<v1::Mutation> failed = StepRollouts(state_, clock_.NowMs());
   ASSERT_EQ(failed.size(), 2u);
   EXPECT_EQ(failed[0].rollout_changed().state(), v1::Rollout::FAILED);
   EXPECT_TRUE(absl::StrContains(failed[0].rollout_changed().message(), "not healthy"));
   ASSERT_TRUE(failed[1].has_job_updated());
   EXPECT_TRUE(failed[1].job_updated().rollback());
   EXPECT_EQ(failed[1].job_updated().hold_size(), 1) << failed[1].ShortDebugString();
+  // Only the failure is committed (the master stopped): the next pass,
+  // from the log alone, rolls back.
+  Apply(failed[0]);
+  EXPECT_EQ(J().rollout.state(), v1::Rollout::FAILED);
+  std::vector<v1::Mutation> back = Step();
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_TRUE(back[0].job_updated().rollback());
   // Version 3 is version 1's spec: tasks 1 and 2 already run it and take it
   // in place; task 0, down on version 2, goes back at once.
   EXPECT_EQ(J().version, 3);
