@@ -32,4 +32,17 @@ absl::StatusOr<std::string> ApiContext::ResolveJob(const cell::CellState& s, con
 
 Resource JobResource(const cell::Job& job) { return Resource{job.id, job.spec.user(), ""}; }
 
+namespace {
+// What a reader without the right to a job's secrets sees of its env values.
+constexpr char kHiddenValue[] = "(hidden)";
+}  // namespace
+
+void HideSecretsFrom(const ApiContext& ctx, const Principal& who, const cell::Job& job, v1::JobSpec* spec) {
+  if (ctx.Authorize(who, Action::kReadSecrets, JobResource(job)).ok()) return;
+  for (auto& [k, v] : *spec->mutable_task()->mutable_env()) v = kHiddenValue;
+  for (v1::TaskOverride& o : *spec->mutable_overrides()) {
+    for (auto& [k, v] : *o.mutable_env()) v = kHiddenValue;
+  }
+}
+
 }  // namespace herd::master

@@ -58,4 +58,9 @@ struct ApiContext {
 // The Resource for a job (its id and owner).
 Resource JobResource(const cell::Job& job);
 
+// Hides the env values in `spec` (one of `job`'s) unless `who` may read
+// its secrets (its owner, or read-all): env is where users put tokens and
+// passwords.
+void HideSecretsFrom(const ApiContext& ctx, const Principal& who, const cell::Job& job, v1::JobSpec* spec);
+
 }  // namespace herd::master
