@@ -30,6 +30,17 @@ absl::StatusOr<std::string> ApiContext::ResolveJob(const cell::CellState& s, con
   return matches[0];
 }
 
+absl::StatusOr<const cell::Job*> ApiContext::LiveJob(const cell::CellState& s, const Principal& who,
+                                                     const std::string& ref, Action action, std::string* id) const {
+  HERD_ASSIGN_OR_RETURN(*id, ResolveJob(s, who, ref));
+  const cell::Job* job = s.FindJob(*id);
+  HERD_RETURN_IF_ERROR(Authorize(who, action, JobResource(*job)));
+  if (job->state == v1::Job::DEAD) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", *id, " is dead: submit it to start it anew"));
+  }
+  return job;
+}
+
 Resource JobResource(const cell::Job& job) { return Resource{job.id, job.spec.user(), ""}; }
 
 namespace {

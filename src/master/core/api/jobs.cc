@@ -119,12 +119,7 @@ absl::StatusOr<v1::ScaleResponse> JobsApi::Scale(const Principal& who, const v1:
   v1::ScaleResponse resp;
   auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
     resp.Clear();
-    HERD_ASSIGN_OR_RETURN(id, ctx_.ResolveJob(s, who, req.job()));
-    const cell::Job* job = s.FindJob(id);
-    HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kScaleJob, JobResource(*job)));
-    if (job->state == v1::Job::DEAD) {
-      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is dead: submit it to start it anew"));
-    }
+    HERD_ASSIGN_OR_RETURN(const cell::Job* job, ctx_.LiveJob(s, who, req.job(), Action::kScaleJob, &id));
     if (req.expect_version() != 0 && req.expect_version() != job->version) {
       return absl::FailedPreconditionError(absl::StrCat("job ", id, " is at version ", job->version, ", not ",
                                                         req.expect_version(), " (it changed meanwhile)"));

@@ -36,12 +36,7 @@ absl::StatusOr<v1::RollbackResponse> RolloutsApi::Rollback(const Principal& who,
   v1::RollbackResponse resp;
   auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
     resp.Clear();
-    HERD_ASSIGN_OR_RETURN(id, ctx_.ResolveJob(s, who, req.job()));
-    const cell::Job* job = s.FindJob(id);
-    HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kRollbackJob, JobResource(*job)));
-    if (job->state == v1::Job::DEAD) {
-      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is dead: submit it to start it anew"));
-    }
+    HERD_ASSIGN_OR_RETURN(const cell::Job* job, ctx_.LiveJob(s, who, req.job(), Action::kRollbackJob, &id));
     const int64_t to = req.to_version() > 0 ? req.to_version() : job->version - 1;
     std::string reason = req.reason().empty() ? absl::StrCat("rolled back to version ", to, " by ", who.name)
                                               : req.reason();
@@ -64,11 +59,8 @@ absl::StatusOr<v1::SetRolloutResponse> RolloutsApi::SetRollout(const Principal& 
   const bool pause = req.action() == v1::SetRolloutRequest::PAUSE;
   std::string id;
   auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
-    HERD_ASSIGN_OR_RETURN(id, ctx_.ResolveJob(s, who, req.job()));
-    const cell::Job* job = s.FindJob(id);
-    HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kControlRollout, JobResource(*job)));
+    HERD_ASSIGN_OR_RETURN(const cell::Job* job, ctx_.LiveJob(s, who, req.job(), Action::kControlRollout, &id));
     const v1::Rollout& r = job->rollout;
-    if (job->state == v1::Job::DEAD) return absl::FailedPreconditionError(absl::StrCat("job ", id, " is dead"));
     if (r.state() == v1::Rollout::ROLLOUT_STATE_UNSPECIFIED || r.state() == v1::Rollout::DONE) {
       return absl::FailedPreconditionError(
           absl::StrCat("job ", id, " has no rollout in progress (version ", job->version, ")"));
