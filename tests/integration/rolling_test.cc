@@ -3,7 +3,9 @@
 // the master's job status says, sampled every 100 ms) and ends with every
 // task on the new version; a version whose command crashes stops the
 // update, which rolls back by itself (auto_rollback) to the old spec, every
-// task running it. Real master, agents and task processes, driven by the CLI.
+// task running it; herd history lists the versions, herd rollback --to, herd
+// pause and herd resume do what they say. Real master, agents and task
+// processes, driven by the CLI.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -143,6 +145,30 @@ TEST_F(RollingTest, OneTaskDownAtATimeThenACrashingVersionRollsBackByItself) {
   r = cell_.Herd({"history", "web"});
   ASSERT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_TRUE(absl::StrContains(r.out, "rolled back automatically")) << r.out;
+
+  // Only alice (or an admin) rolls her job back.
+  r = cell_.HerdAs("bob", {"rollback", "alice/web", "--to", "1"});
+  EXPECT_NE(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(absl::StrContains(r.err, "may not rollback-job")) << r.Describe();
+  // herd rollback --to 1, paused on the way and resumed: version 5, version
+  // 1's spec, rolled one task at a time like any update.
+  r = cell_.Herd({"rollback", "web", "--to", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(absl::StrContains(r.out, "rolled back alice/web (version 5")) << r.out;
+  r = cell_.Herd({"pause", "web"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(absl::StrContains(r.out, "paused")) << r.out;
+  EXPECT_EQ(Job().rollout().state(), v1::Rollout::PAUSED);
+  r = cell_.Herd({"resume", "web"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  most = WatchUntil(
+      [&](const v1::ListTasksResponse& t) { return AllOn(t, 5) && Job().rollout().state() == v1::Rollout::DONE; },
+      120s, &reached);
+  ASSERT_TRUE(reached) << Summarize(*cell_.Tasks("web")) << "\n" << Job().rollout().ShortDebugString();
+  EXPECT_LE(most, 1) << "the worst moment:\n" << last_;
+  EXPECT_TRUE(absl::StrContains(Job().spec().task().command(2), "echo v1"));
+  r = cell_.Herd({"pause", "web"});
+  EXPECT_NE(r.exit_code, 0) << "nothing to pause: " << r.Describe();
 }
 
 }  // namespace

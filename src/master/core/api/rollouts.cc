@@ -68,8 +68,10 @@ absl::StatusOr<v1::SetRolloutResponse> RolloutsApi::SetRollout(const Principal& 
     if (pause ? r.state() == v1::Rollout::PAUSED : r.state() == v1::Rollout::ROLLING) {
       return std::vector<v1::Mutation>{};  // already so: idempotent
     }
-    if (pause && r.state() == v1::Rollout::FAILED) {
-      return absl::FailedPreconditionError(absl::StrCat("the rollout of job ", id, " failed: ", r.message()));
+    if (r.state() == v1::Rollout::FAILED) {
+      return absl::FailedPreconditionError(absl::StrCat("the rollout of job ", id, " to version ", r.version(),
+                                                        " failed (", r.message(),
+                                                        "): submit a fixed spec, or herd rollback"));
     }
     v1::Mutation m;
     v1::RolloutChanged* c = m.mutable_rollout_changed();

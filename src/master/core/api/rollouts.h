@@ -20,7 +20,7 @@ class RolloutsApi {
   // version (kRollbackJob), rolled with the job's strategy.
   absl::StatusOr<v1::RollbackResponse> Rollback(const Principal& who, const v1::RollbackRequest& req);
   // Pauses or resumes (and promotes the canaries of) the job's rollout
-  // (kControlRollout).
+  // (kControlRollout); a failed one stays failed.
   absl::StatusOr<v1::SetRolloutResponse> SetRollout(const Principal& who, const v1::SetRolloutRequest& req);
   // The job's kept versions (kReadJob; env values hidden without the
   // right to the job's secrets).

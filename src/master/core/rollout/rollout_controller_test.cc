@@ -135,6 +135,9 @@ TEST_F(RolloutControllerTest, AMasterRecoveredMidUpdateGoesOnFromTheLog) {
   clock_.AdvanceMs(5'000);
   ASSERT_EQ(*core_->StepRollouts(), 1);  // done
   EXPECT_EQ(Job().rollout().state(), v1::Rollout::DONE);
+  EXPECT_EQ(core_->rollouts().SetRollout(Principal::User("alice"), pause).status().code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "nothing left to pause";
 
   // Someone else may not roll alice's job back; she may.
   v1::RollbackRequest back;
