@@ -168,6 +168,7 @@ void RunScript(Bytes& in) {
   auto& jobs = core.jobs();
   auto& machines = core.machines();
   auto& access = core.access();
+  auto& rollouts = core.rollouts();
 
   for (size_t ops = 0; ops < kMaxOps && !in.empty(); ++ops) {
     const uint8_t op = in.U8();
@@ -231,8 +232,9 @@ void RunScript(Bytes& in) {
         }
         break;
       }
-      case 7:
+      case 7:  // time passes; rolling updates move on
         clock.AdvanceMs(1000 * (1 + in.U8() % 60));
+        (void)core.StepRollouts();
         break;
       case 8:
         Note(op % 16, who, jobs.Submit(who, Decode<v1::SubmitRequest>(in)));
@@ -259,10 +261,13 @@ void RunScript(Bytes& in) {
         Note(op % 16, who, jobs.ListJobs(who, Decode<v1::ListJobsRequest>(in)));
         Note(op % 16, who, machines.ListQuotas(who, Decode<v1::ListQuotasRequest>(in)));
         Note(op % 16, who, machines.MachineChanged(who, Decode<v1::MachineChangedRequest>(in)));
+        Note(op % 16, who, rollouts.History(who, Decode<v1::HistoryRequest>(in)));
         break;
       }
       default:
         Note(op % 16, who, access.GrantAccess(who, Decode<v1::GrantAccessRequest>(in)));
+        Note(op % 16, who, rollouts.Rollback(who, Decode<v1::RollbackRequest>(in)));
+        Note(op % 16, who, rollouts.SetRollout(who, Decode<v1::SetRolloutRequest>(in)));
         break;
     }
     Check(core);

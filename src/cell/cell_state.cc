@@ -70,7 +70,20 @@ v1::Task Task::ToProto() const {
   return t;
 }
 
-v1::Job Job::ToProto() const {
+const v1::JobVersion* Job::FindVersion(int64_t v) const {
+  for (const v1::JobVersion& rec : versions) {
+    if (rec.version() == v) return &rec;
+  }
+  return nullptr;
+}
+
+const v1::JobSpec& Job::SpecAt(int64_t v) const {
+  if (v == version) return spec;
+  const v1::JobVersion* rec = FindVersion(v);
+  return rec ? rec->spec() : spec;
+}
+
+v1::Job Job::ToProto(bool with_versions) const {
   v1::Job j;
   j.set_id(id);
   *j.mutable_spec() = spec;
@@ -85,6 +98,15 @@ v1::Job Job::ToProto() const {
   j.set_state_revision(state_revision);
   j.set_version(version);
   j.set_version_revision(version_revision);
+  if (rollout.state() != v1::Rollout::ROLLOUT_STATE_UNSPECIFIED) {
+    *j.mutable_rollout() = rollout;
+    int32_t outdated = 0;
+    for (const Task& t : tasks) outdated += t.state() != v1::Task::DEAD && t.job_version() != rollout.version();
+    j.mutable_rollout()->set_outdated(outdated);
+  }
+  if (with_versions) {
+    for (const v1::JobVersion& rec : versions) *j.add_versions() = rec;
+  }
   return j;
 }
 
@@ -260,6 +282,55 @@ absl::Status CellState::CheckJobUpdated(const v1::JobUpdated& u) const {
   return CheckStaysFit(*this, *j, u);
 }
 
+absl::Status CellState::CheckTasksUpdated(const v1::TasksUpdated& m) const {
+  const Job* j = FindJob(m.job());
+  if (j == nullptr) return absl::NotFoundError(absl::StrCat("no job ", m.job()));
+  if (j->state == v1::Job::DEAD) return absl::FailedPreconditionError(absl::StrCat("job ", m.job(), " is dead"));
+  if (m.version() != j->version) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", m.job(), " is at version ", j->version, ", not ",
+                                                      m.version(), " (it changed meanwhile)"));
+  }
+  // The job's own spec, with every task not listed held where it is: only
+  // the listed ones are checked (fit, constraints).
+  v1::JobUpdated u;
+  *u.mutable_spec() = j->spec;
+  absl::flat_hash_set<int32_t> listed;
+  for (const auto& [what, list] : {std::pair{"restart", &m.restart()}, std::pair{"reschedule", &m.reschedule()}}) {
+    for (int32_t i : *list) {
+      if (i < 0 || i >= static_cast<int32_t>(j->tasks.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("job ", m.job(), " has no task ", i, " to ", what));
+      }
+      if (!listed.insert(i).second) {
+        return absl::InvalidArgumentError(absl::StrCat("job ", m.job(), ": task ", i, " is listed twice"));
+      }
+      const Task& t = j->tasks[i];
+      if (t.state_ != v1::Task::RUNNING || !t.outdated()) {
+        return absl::FailedPreconditionError(absl::StrCat("task ", TaskName(m.job(), i), " is not an outdated RUNNING task: nothing to ", what));
+      }
+    }
+  }
+  *u.mutable_restart() = m.restart();
+  *u.mutable_reschedule() = m.reschedule();
+  for (const Task& t : j->tasks) {
+    if (t.state_ == v1::Task::RUNNING && !listed.contains(t.index_)) u.add_hold(t.index_);
+  }
+  return CheckStaysFit(*this, *j, u);
+}
+
+absl::Status CellState::CheckRolloutChanged(const v1::RolloutChanged& m) const {
+  const Job* j = FindJob(m.job());
+  if (j == nullptr) return absl::NotFoundError(absl::StrCat("no job ", m.job()));
+  if (j->state == v1::Job::DEAD) return absl::FailedPreconditionError(absl::StrCat("job ", m.job(), " is dead"));
+  if (j->rollout.state() == v1::Rollout::ROLLOUT_STATE_UNSPECIFIED || j->rollout.version() != m.version()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", m.job(), " has no rollout of version ", m.version(), " (at version ", j->version, ")"));
+  }
+  if (m.state() == v1::Rollout::ROLLOUT_STATE_UNSPECIFIED || !v1::Rollout::State_IsValid(m.state())) {
+    return absl::InvalidArgumentError("rollout state missing");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CellState::CheckKill(const v1::JobKilled& m) const {
   const Job* j = FindJob(m.job());
   if (j == nullptr) return absl::NotFoundError(absl::StrCat("no job ", m.job()));
@@ -358,6 +429,10 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
       return CheckKill(m.job_killed());
     case v1::Mutation::kJobUpdated:
       return CheckJobUpdated(m.job_updated());
+    case v1::Mutation::kTasksUpdated:
+      return CheckTasksUpdated(m.tasks_updated());
+    case v1::Mutation::kRolloutChanged:
+      return CheckRolloutChanged(m.rollout_changed());
     case v1::Mutation::kTaskScheduled:
       return CheckScheduled(m.task_scheduled());
     case v1::Mutation::kTaskObserved:
@@ -424,6 +499,12 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
       break;
     case v1::Mutation::kJobUpdated:
       ApplyJobUpdated(m, fx);
+      break;
+    case v1::Mutation::kTasksUpdated:
+      ApplyTasksUpdated(m, fx);
+      break;
+    case v1::Mutation::kRolloutChanged:
+      ApplyRolloutChanged(m);
       break;
     case v1::Mutation::kTaskScheduled:
       ApplyScheduled(m, fx);
@@ -618,6 +699,7 @@ void CellState::ApplySubmit(const v1::Mutation& m, Effects* fx) {
     std::string reason = absl::StrCat("submitted by ", m.actor().empty() ? spec.user() : m.actor());
     job->last_event = EventRec{Event::SUBMIT, m.time_ms(), revision_, reason, ""};
     job->tasks.resize(spec.task_count());
+    AddVersion(job.get(), m, reason);
     Job* j = job.get();
     jobs_.emplace(id, std::move(job));
     for (int32_t i = 0; i < spec.task_count(); ++i) {
@@ -748,14 +830,7 @@ void CellState::ApplyJobUpdated(const v1::Mutation& m, Effects* fx) {
     Task* t = &j->tasks[i];
     if (hold.contains(i)) continue;  // outdated until a later step reaches it
     if (reschedule.contains(i)) {
-      std::string machine = t->machine_->name_;
-      Unplace(t, fx);
-      t->phase_ = v1::Task::PHASE_UNSPECIFIED;
-      t->pid_ = 0;
-      // Transition makes it take the new spec (it is outdated now).
-      Transition(t, v1::Task::PENDING, Event::RESCHEDULE,
-                 absl::StrCat("moved for job version ", version, ": it needs another machine"), m, machine);
-      fx->pending_added = true;
+      MoveForUpdate(t, m, absl::StrCat("moved for job version ", version, ": it needs another machine"), fx);
       continue;
     }
     if (t->state_ == v1::Task::PENDING) {
@@ -769,29 +844,92 @@ void CellState::ApplyJobUpdated(const v1::Mutation& m, Effects* fx) {
       TakeSpec(t);
       continue;
     }
-    Machine* mach = t->machine_;
-    const ResourceVector limits = t->resources_;
-    const int32_t priority = t->priority_;
-    DetachFromMachine(t);
-    TakeSpec(t);
-    AttachToMachine(t, mach);
-    if (restart.contains(i)) {
-      NewRun(t);  // on the same machine: the agent stops the old run first
-      Transition(t, v1::Task::RUNNING, Event::UPDATE, absl::StrCat("restarted for job version ", version), m,
-                 mach->name_);
-      fx->machines.push_back(mach->name_);
-    } else if (!(limits == t->resources_) || priority != t->priority_) {
-      Transition(t, v1::Task::RUNNING, Event::UPDATE, absl::StrCat("updated in place to job version ", version), m,
-                 mach->name_);
-      freed_revision_ = revision_;  // limits may have shrunk
-      fx->machines.push_back(mach->name_);
-    }
+    UpdateOnMachine(t, restart.contains(i), m, absl::StrCat("job version ", version), fx);
   }
   std::string reason = u.reason().empty() ? absl::StrCat("updated to version ", version, by)
                                           : absl::StrCat(u.reason(), " (version ", version, ")");
+  AddVersion(j, m, u.reason().empty() ? absl::StrCat("updated", by) : u.reason());
+  j->rollout.Clear();
+  j->rollout.set_version(version);
+  j->rollout.set_from_version(version - 1);
+  j->rollout.set_started_ms(m.time_ms());
+  j->rollout.set_step_ms(m.time_ms());
+  j->rollout.set_rollback(u.rollback());
+  if (u.has_strategy()) *j->rollout.mutable_strategy() = u.strategy();
+  j->rollout.set_state(u.hold().empty() ? v1::Rollout::DONE : v1::Rollout::ROLLING);
   j->last_event = EventRec{Event::UPDATE, m.time_ms(), revision_, std::move(reason), ""};
   j->state_revision = revision_;
   UpdateJobState(j, m);
+}
+
+void CellState::UpdateOnMachine(Task* t, bool restart, const v1::Mutation& m, absl::string_view why,
+                                Effects* fx) {
+  Machine* mach = t->machine_;
+  const ResourceVector limits = t->resources_;
+  const int32_t priority = t->priority_;
+  DetachFromMachine(t);
+  TakeSpec(t);
+  AttachToMachine(t, mach);
+  if (restart) {
+    NewRun(t);  // on the same machine: the agent stops the old run first
+    Transition(t, v1::Task::RUNNING, Event::UPDATE, absl::StrCat("restarted for ", why), m, mach->name_);
+    fx->machines.push_back(mach->name_);
+  } else if (!(limits == t->resources_) || priority != t->priority_) {
+    Transition(t, v1::Task::RUNNING, Event::UPDATE, absl::StrCat("updated in place to ", why), m, mach->name_);
+    freed_revision_ = revision_;  // limits may have shrunk
+    fx->machines.push_back(mach->name_);
+  }
+}
+
+void CellState::MoveForUpdate(Task* t, const v1::Mutation& m, absl::string_view why, Effects* fx) {
+  std::string machine = t->machine_->name_;
+  Unplace(t, fx);
+  t->phase_ = v1::Task::PHASE_UNSPECIFIED;
+  t->pid_ = 0;
+  // Transition makes it take the new spec (it is outdated now).
+  Transition(t, v1::Task::PENDING, Event::RESCHEDULE, why, m, machine);
+  fx->pending_added = true;
+}
+
+void CellState::AddVersion(Job* j, const v1::Mutation& m, std::string reason) {
+  v1::JobVersion rec;
+  rec.set_version(j->version);
+  rec.set_revision(revision_);
+  rec.set_time_ms(m.time_ms());
+  rec.set_actor(m.actor());
+  rec.set_reason(std::move(reason));
+  *rec.mutable_spec() = j->spec;
+  j->versions.push_back(std::move(rec));
+  if (j->versions.size() <= Job::kVersions) return;
+  absl::flat_hash_set<int64_t> running;
+  for (const Task& t : j->tasks) {
+    if (t.state_ != v1::Task::DEAD) running.insert(t.job_version_);
+  }
+  for (auto it = j->versions.begin(); j->versions.size() > Job::kVersions && it + 1 != j->versions.end();) {
+    it = running.contains(it->version()) ? it + 1 : j->versions.erase(it);
+  }
+}
+
+void CellState::ApplyTasksUpdated(const v1::Mutation& m, Effects* fx) {
+  const v1::TasksUpdated& u = m.tasks_updated();
+  Job* j = MutableJob(u.job());
+  const std::string why = absl::StrCat("job version ", j->version, " (rolling update)");
+  for (int32_t i : u.restart()) UpdateOnMachine(&j->tasks[i], true, m, why, fx);
+  for (int32_t i : u.reschedule()) {
+    MoveForUpdate(&j->tasks[i], m, absl::StrCat("moved for ", why, ": it needs another machine"), fx);
+  }
+  j->state_revision = revision_;
+  UpdateJobState(j, m);
+}
+
+void CellState::ApplyRolloutChanged(const v1::Mutation& m) {
+  const v1::RolloutChanged& c = m.rollout_changed();
+  Job* j = MutableJob(c.job());
+  j->rollout.set_state(c.state());
+  j->rollout.set_message(c.message());
+  if (c.promote()) j->rollout.set_promoted(true);
+  if (c.state() == v1::Rollout::ROLLING) j->rollout.set_step_ms(m.time_ms());  // the deadline counts anew
+  j->state_revision = revision_;
 }
 
 void CellState::ApplyScheduled(const v1::Mutation& m, Effects* fx) {

@@ -149,13 +149,24 @@ struct Job {
   // 1 when submitted; +1 on every accepted change of the spec (JobUpdated).
   int64_t version = 1;
   int64_t version_revision = 0;  // cell revision of the last spec change
+  // Its latest versions, oldest first (the current one last): at most
+  // kVersions, plus older ones a live task still runs. herd history lists
+  // them, herd rollback restores one, and an outdated task runs its own.
+  std::deque<v1::JobVersion> versions;
+  static constexpr size_t kVersions = 20;
+  // The latest change's rollout (state UNSPECIFIED before the first update).
+  v1::Rollout rollout;
   // Index i at position i; spec.task_count of them. Only CellState changes
   // the count (JobUpdated), and it keeps every Task* it holds (pending set,
   // machines) valid when it does.
   std::vector<Task> tasks;
 
   int32_t priority() const { return spec.priority(); }
-  v1::Job ToProto() const;
+  // The spec of `version` (the current spec if it is not kept).
+  const v1::JobSpec& SpecAt(int64_t version) const;
+  const v1::JobVersion* FindVersion(int64_t version) const;
+  // with_versions: also `versions` (snapshots, herd history).
+  v1::Job ToProto(bool with_versions = false) const;
 };
 
 // Orders tasks by (job id, index): deterministic, unlike pointer order.
@@ -314,11 +325,24 @@ class CellState {
   // priority, resources).
   absl::Status CheckSpec(const v1::JobSpec& s) const;
   absl::Status CheckJobUpdated(const v1::JobUpdated& m) const;
+  absl::Status CheckTasksUpdated(const v1::TasksUpdated& m) const;
+  absl::Status CheckRolloutChanged(const v1::RolloutChanged& m) const;
   void ApplyUser(const v1::Mutation& m);
 
   void ApplySubmit(const v1::Mutation& m, Effects* fx);
   void ApplyKill(const v1::Mutation& m, Effects* fx);
   void ApplyJobUpdated(const v1::Mutation& m, Effects* fx);
+  void ApplyTasksUpdated(const v1::Mutation& m, Effects* fx);
+  void ApplyRolloutChanged(const v1::Mutation& m);
+  // Records the job's current spec as its newest version and forgets the
+  // oldest ones beyond Job::kVersions that no live task runs.
+  void AddVersion(Job* j, const v1::Mutation& m, std::string reason);
+  // A RUNNING task takes its job's current spec on its machine: restarted
+  // (a new run) or, if only its limits or priority change, in place; `why`
+  // ("job version 3") ends its event's reason.
+  void UpdateOnMachine(Task* t, bool restart, const v1::Mutation& m, absl::string_view why, Effects* fx);
+  // A RUNNING task leaves its machine to be placed again with the current spec.
+  void MoveForUpdate(Task* t, const v1::Mutation& m, absl::string_view why, Effects* fx);
   // Grows or shrinks a job's task list. Growing may move the tasks in
   // memory, so they leave the pending set and their machines' lists first
   // and come back after; removed tasks must already be unlinked.

@@ -5,6 +5,7 @@
 
 #include "base/rng.h"
 #include "cell/job_update.h"
+#include "cell/rollout.h"
 #include "testing/builders.h"
 
 namespace herd::cell {
@@ -250,7 +251,7 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
     }
     for (int step = 0; step < 1500; ++step) {
       v1::Mutation m;
-      int kind = rng.Uniform(10);
+      int kind = rng.Uniform(11);
       bool planned = false;
       if (kind == 0 || jobs.empty()) {
         std::string name = "j" + std::to_string(rng.Uniform(12));
@@ -306,6 +307,15 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
             if (rng.Uniform(3) == 0) next.mutable_task()->add_args(std::to_string(step));
             if (rng.Uniform(4) == 0) {
               m = Update(next, {idx}, {}, {static_cast<int32_t>(rng.Uniform(4))});
+            } else if (rng.Uniform(3) == 0) {
+              // A rolling update: what must restart or move is held.
+              v1::UpdateStrategy rolling;
+              rolling.set_max_unavailable(1 + static_cast<int32_t>(rng.Uniform(2)));
+              rolling.set_canary(static_cast<int32_t>(rng.Uniform(2)));
+              rolling.set_progress_deadline_ms(50);
+              rolling.set_auto_rollback(rng.Uniform(2) == 0);
+              m = PlanUpdate(*j, next, DiffJob(state, j, next), "walk", &rolling);
+              planned = j->state != v1::Job::DEAD;
             } else {
               UpdateOptions o;
               o.keep_survivors = rng.Uniform(2) == 0;
@@ -313,6 +323,23 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
               // What the planner says always passes the check.
               planned = j->state != v1::Job::DEAD;
             }
+            break;
+          }
+          case 10: {
+            // The rollout controller's decisions always pass the check, in
+            // order; or, sometimes, a step listing a task at random.
+            if (rng.Uniform(3) == 0) {
+              m.mutable_tasks_updated()->set_job(job);
+              m.mutable_tasks_updated()->set_version(state.FindJob(job) ? state.FindJob(job)->version : 1);
+              m.mutable_tasks_updated()->add_restart(idx);
+              break;
+            }
+            for (v1::Mutation& r : StepRollouts(state, step)) {
+              r.set_time_ms(step);
+              ASSERT_TRUE(state.Apply(r).ok()) << "seed " << seed << " step " << step << ": " << r.ShortDebugString();
+              accepted.push_back(r);
+            }
+            m = Up(mach);
             break;
           }
           default:

@@ -183,6 +183,7 @@ void DiffFields(const v1::JobSpec& a, const v1::JobSpec& b, v1::JobDiff* out) {
           v1::UPDATE_RESTART);
   }
   d.Message("disruption_budget", a.disruption_budget(), b.disruption_budget(), v1::UPDATE_NONE);
+  d.Message("update", a.update(), b.update(), v1::UPDATE_NONE);
   // Overrides: their class is that of the tasks they name (set later).
   bool overrides_differ = a.overrides_size() != b.overrides_size();
   for (int i = 0; !overrides_differ && i < a.overrides_size(); ++i) {
@@ -208,6 +209,7 @@ void DiffFields(const v1::JobSpec& a, const v1::JobSpec& b, v1::JobDiff* out) {
     s->clear_max_per_domain();
     s->clear_at_most_once();
     s->clear_disruption_budget();
+    s->clear_update();
     v1::TaskTemplate* t = s->mutable_task();
     t->clear_command();
     t->clear_args();
@@ -273,7 +275,9 @@ Verdict ClassifyTask(const CellState& state, const Task& t, const v1::JobSpec& a
   if (!MessageDifferencer::Equals(a.restart(), b.restart())) v.Raise(v1::UPDATE_IN_PLACE, "restart policy changed");
   if (a.grace_period_ms() != b.grace_period_ms()) v.Raise(v1::UPDATE_IN_PLACE, "grace period changed");
   if (a.at_most_once() != b.at_most_once()) v.Raise(v1::UPDATE_RESTART, "at_most_once changed");
-  if (t.outdated()) {
+  // `a` is the spec of the version it runs, if that is still kept; if not,
+  // what it runs is unknown here, so it restarts.
+  if (t.outdated() && t.job()->FindVersion(t.job_version()) == nullptr) {
     v.Raise(v1::UPDATE_RESTART, absl::StrCat("runs job version ", t.job_version(), " (outdated)"));
   }
   return v;
@@ -432,7 +436,12 @@ v1::JobDiff DiffJob(const CellState& state, const Job* job, const v1::JobSpec& n
   const int32_t survivors = std::min(old_count, next.task_count());
   std::vector<Verdict> verdicts(survivors);
   if (!opts.keep_survivors) {
-    for (int32_t i = 0; i < survivors; ++i) verdicts[i] = ClassifyTask(state, job->tasks[i], prev, next);
+    // A task still on an older version (a rolling update has not reached
+    // it) is judged by the spec it runs.
+    for (int32_t i = 0; i < survivors; ++i) {
+      const Task& t = job->tasks[i];
+      verdicts[i] = ClassifyTask(state, t, job->SpecAt(t.job_version()), next);
+    }
   }
   // Where RUNNING tasks go: moved for constraints or spreading, else they
   // stay if they still fit.
@@ -529,6 +538,33 @@ v1::Mutation UpdateMutation(const v1::JobSpec& next, const v1::JobDiff& diff, st
     if (t.update_class() == v1::UPDATE_RESTART) u->add_restart(t.index());
     if (t.update_class() == v1::UPDATE_RESCHEDULE) u->add_reschedule(t.index());
   }
+  return m;
+}
+
+v1::Mutation PlanUpdate(const Job& job, const v1::JobSpec& next, const v1::JobDiff& diff, std::string reason,
+                        const v1::UpdateStrategy* strategy, bool hold_outdated) {
+  v1::Mutation m = UpdateMutation(next, diff, std::move(reason));
+  v1::JobUpdated* u = m.mutable_job_updated();
+  std::vector<int32_t> hold;
+  if (strategy != nullptr) {
+    *u->mutable_strategy() = *strategy;
+    hold.assign(u->restart().begin(), u->restart().end());
+    hold.insert(hold.end(), u->reschedule().begin(), u->reschedule().end());
+    u->clear_restart();
+    u->clear_reschedule();
+  }
+  if (hold_outdated) {
+    const absl::flat_hash_set<int32_t> listed(hold.begin(), hold.end());
+    for (const v1::TaskUpdate& t : diff.tasks()) {
+      const int32_t i = t.index();
+      if (t.state() == v1::Task::RUNNING && i < static_cast<int32_t>(job.tasks.size()) &&
+          i < next.task_count() && job.tasks[i].outdated() && !listed.contains(i)) {
+        hold.push_back(i);
+      }
+    }
+  }
+  std::sort(hold.begin(), hold.end());
+  for (int32_t i : hold) u->add_hold(i);
   return m;
 }
 

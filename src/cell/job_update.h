@@ -51,6 +51,17 @@ v1::JobDiff DiffJob(const CellState& state, const Job* job, const v1::JobSpec& n
 // place), expecting the job still at diff.from_version().
 v1::Mutation UpdateMutation(const v1::JobSpec& next, const v1::JobDiff& diff, std::string reason);
 
+// The JobUpdated that takes `job` to `next` (diff: DiffJob(state, &job,
+// next)). A RUNNING task that must restart or move does so at once, or,
+// with `strategy` (a rolling update), is held for the rollout controller
+// (cell/rollout.h). DiffJob judges a task still on an older version (a
+// rollout not finished) by the spec it runs, so one that already runs what
+// `next` asks (a rollback to it) takes it in place. `hold_outdated` (herd
+// scale, which touches no survivor) also holds the outdated RUNNING tasks
+// the diff leaves alone, so none takes a spec it does not run.
+v1::Mutation PlanUpdate(const Job& job, const v1::JobSpec& next, const v1::JobDiff& diff, std::string reason,
+                        const v1::UpdateStrategy* strategy, bool hold_outdated = false);
+
 // OK iff every RUNNING task of `job` that `u` leaves on its machine with
 // the new spec (neither rescheduled, held nor removed) meets the new hard
 // constraints there and still fits: a limit that grows must fit in what its

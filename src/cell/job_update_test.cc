@@ -324,10 +324,13 @@ TEST_F(JobUpdateTest, HeldTasksStayOutdatedUntilTheyMove) {
   Apply(Lost(Ref(kWeb, 1, 1)));
   EXPECT_FALSE(T(1).outdated());
   EXPECT_EQ(T(1).resources().cpu_millis, 600);
-  // A later diff restarts the held one whatever changed.
+  // A later diff judges the held one by the spec it runs (version 1's).
   v1::JobDiff d = Diff(Web().Command({"/bin/sleep", "9"}).Cpu(600).Label("x", "y").Build());
   EXPECT_EQ(Classes(d)[2], v1::UPDATE_RESTART);
-  EXPECT_TRUE(absl::StrContains(Reasons(d, 2), "outdated"));
+  EXPECT_TRUE(absl::StrContains(Reasons(d, 2), "command changed")) << Reasons(d, 2);
+  // One that asks for what it runs takes it in place (a rollback).
+  d = Diff(Web().Label("x", "y").Build());
+  EXPECT_EQ(Classes(d)[2], v1::UPDATE_NONE) << Reasons(d, 2);
 }
 
 TEST_F(JobUpdateTest, CheckRefusesWhatWouldBreak) {

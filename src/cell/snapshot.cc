@@ -19,7 +19,7 @@ v1::CellSnapshot CellState::ToSnapshot() const {
   s.set_revision(revision_);
   s.set_cell(cell_name_);
   for (const auto& [id, job] : jobs_) {
-    *s.add_jobs() = job->ToProto();
+    *s.add_jobs() = job->ToProto(/*with_versions=*/true);
     for (const Task& t : job->tasks) *s.add_tasks() = t.ToProto();
   }
   for (const Machine* m : machine_list_) *s.add_machines() = m->ToProto();
@@ -72,6 +72,15 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     // Snapshots from before versions read as version 1.
     j->version = std::max<int64_t>(1, pj.version());
     j->version_revision = pj.version_revision();
+    j->versions.assign(pj.versions().begin(), pj.versions().end());
+    if (j->versions.empty()) {  // a snapshot from before version history
+      v1::JobVersion& rec = j->versions.emplace_back();
+      rec.set_version(j->version);
+      rec.set_revision(j->version_revision);
+      *rec.mutable_spec() = j->spec;
+    }
+    j->rollout = pj.rollout();
+    j->rollout.clear_outdated();  // computed
     if (pj.spec().task_count() < 0 || pj.spec().task_count() > 100'000) {
       return absl::DataLossError(absl::StrCat("snapshot: job ", pj.id(), " has a bad task count"));
     }

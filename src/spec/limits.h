@@ -19,6 +19,7 @@ inline constexpr int64_t kMaxPriorityValue = kMaxPriority;                     /
 inline constexpr int64_t kMaxGraceMs = 3'600'000;                              // 1h
 inline constexpr int64_t kMaxBackoffMs = 3'600'000;                            // 1h
 inline constexpr int64_t kMaxRestarts = 10'000;
+inline constexpr int64_t kMaxUpdateWaitMs = 86'400'000;  // 1 day: update.min_healthy_time, progress_deadline
 inline constexpr int64_t kMaxConstraintWeight = 1000;
 inline constexpr int64_t kMaxNameLength = 63;      // port names
 inline constexpr int64_t kMaxLabelValueLength = 1024;

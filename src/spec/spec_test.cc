@@ -1,6 +1,7 @@
 #include "spec/spec.h"
 #include "spec/jsonnet/evaluate.h"
 #include "spec/limits.h"
+#include "spec/validate.h"
 
 #include <filesystem>
 #include <fstream>
@@ -815,6 +816,40 @@ TEST(SpecTest, DisruptionBudget) {
               ElementsAre(HasSubstr("percentage from 1% to 100%, got '150%'")));
   EXPECT_THAT(Errors(absl::StrCat(job, "disruption_budget: {max_unavailble: 1}\n")),
               ElementsAre(HasSubstr("unknown field 'max_unavailble'")));
+}
+
+// update (issue #14): a rolling update, Nomad's defaults once given.
+TEST(SpecTest, UpdateStrategy) {
+  const std::string job = "name: h\nuser: u\ncommand: x\nresources: {cpu: 1, memory: 1Gi}\n";
+  EXPECT_FALSE(One(job).has_update());
+  v1::UpdateStrategy d = One(absl::StrCat(job, "update: {}\n")).update();
+  EXPECT_EQ(d.max_unavailable(), 1);
+  EXPECT_EQ(d.min_healthy_time_ms(), 10'000);
+  EXPECT_EQ(d.progress_deadline_ms(), 600'000);
+  EXPECT_EQ(d.canary(), 0);
+  EXPECT_FALSE(d.auto_rollback());
+  v1::UpdateStrategy u = One(absl::StrCat(job,
+                                          "update: {max_unavailable: 25%, min_healthy_time: 3s, canary: 2, "
+                                          "auto_rollback: true, progress_deadline: 5m}\n"))
+                             .update();
+  EXPECT_EQ(u.max_unavailable(), 0);
+  EXPECT_EQ(u.max_unavailable_percent(), 25);
+  EXPECT_EQ(u.min_healthy_time_ms(), 3'000);
+  EXPECT_EQ(u.canary(), 2);
+  EXPECT_TRUE(u.auto_rollback());
+  EXPECT_EQ(u.progress_deadline_ms(), 300'000);
+  EXPECT_THAT(Errors(absl::StrCat(job, "update: {max_unavailable: 0}\n")),
+              ElementsAre(HasSubstr("job.yaml:5:27: update.max_unavailable: expected at least 1")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "update: {progress_deadline: 48h}\n")),
+              ElementsAre(HasSubstr("update.progress_deadline: at most")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "update: {canery: 1}\n")), ElementsAre(HasSubstr("unknown field 'canery'")));
+  // Validation of a spec that did not come through a file (the API).
+  v1::JobSpec bad = One(job);
+  bad.mutable_update()->set_canary(-1);
+  bad.mutable_update()->set_min_healthy_time_ms(-5);
+  absl::Status st = Validate(bad);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("update.canary: must be 0 to 100000, got -1"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("update.min_healthy_time: must be 0"));
 }
 
 TEST(SpecTest, AtMostOnce) {

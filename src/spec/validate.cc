@@ -451,6 +451,26 @@ std::vector<Issue> ValidateIssues(const v1::JobSpec& spec) {
     out.Add("grace_period", absl::StrCat(FormatDurationMs(spec.grace_period_ms()), " is more than the limit of ",
                                          FormatDurationMs(kMaxGraceMs)));
   }
+  if (spec.has_update()) {
+    const v1::UpdateStrategy& u = spec.update();
+    if (u.max_unavailable() < 0 || u.max_unavailable() > kMaxTasks) {
+      out.Add("update.max_unavailable", absl::StrCat("must be 1 to ", kMaxTasks, ", got ", u.max_unavailable()));
+    }
+    if (u.max_unavailable_percent() < 0 || u.max_unavailable_percent() > 100) {
+      out.Add("update.max_unavailable", absl::StrCat("must be 1% to 100%, got ", u.max_unavailable_percent(), "%"));
+    }
+    if (u.canary() < 0 || u.canary() > kMaxTasks) {
+      out.Add("update.canary", absl::StrCat("must be 0 to ", kMaxTasks, ", got ", u.canary()));
+    }
+    if (u.min_healthy_time_ms() < 0 || u.min_healthy_time_ms() > kMaxUpdateWaitMs) {
+      out.Add("update.min_healthy_time",
+              absl::StrCat("must be 0 to ", FormatDurationMs(kMaxUpdateWaitMs), ", got ", u.min_healthy_time_ms(), "ms"));
+    }
+    if (u.progress_deadline_ms() < 0 || u.progress_deadline_ms() > kMaxUpdateWaitMs) {
+      out.Add("update.progress_deadline", absl::StrCat("must be 0 (none) to ", FormatDurationMs(kMaxUpdateWaitMs),
+                                                       ", got ", u.progress_deadline_ms(), "ms"));
+    }
+  }
   if (!v1::AppClass_IsValid(spec.appclass())) {
     out.Add("appclass", absl::StrCat("unknown appclass number ", static_cast<int>(spec.appclass())));
   }

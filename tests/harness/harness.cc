@@ -827,6 +827,15 @@ absl::StatusOr<v1::ListJobsResponse> Cell::Jobs(bool include_dead) const {
   return HerdJson<v1::ListJobsResponse>({"jobs"});
 }
 
+absl::StatusOr<v1::Job> Cell::Job(const std::string& id) const {
+  absl::StatusOr<v1::ListJobsResponse> jobs = Jobs();
+  if (!jobs.ok()) return jobs.status();
+  for (const v1::Job& j : jobs->jobs()) {
+    if (j.id() == id) return j;
+  }
+  return absl::NotFoundError(absl::StrCat("no job ", id));
+}
+
 absl::StatusOr<v1::Machine> Cell::Machine(const std::string& name) const {
   auto ms = Machines();
   if (!ms.ok()) return ms.status();

@@ -291,6 +291,8 @@ class Cell {
   absl::StatusOr<v1::ListTasksResponse> Tasks(const std::string& job) const;
   absl::StatusOr<v1::ListMachinesResponse> Machines() const;
   absl::StatusOr<v1::ListJobsResponse> Jobs(bool include_dead = false) const;
+  // The live job `id` ("user/name") as `herd jobs` lists it; NOT_FOUND if absent.
+  absl::StatusOr<v1::Job> Job(const std::string& id) const;
   // The machine as the master lists it.
   absl::StatusOr<v1::Machine> Machine(const std::string& name) const;
 

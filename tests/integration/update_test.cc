@@ -58,15 +58,9 @@ class UpdateTest : public ::testing::Test {
   RunResult Herd(const std::vector<std::string>& args) { return cell_.Herd(args); }
 
   v1::Job Job() {
-    auto jobs = cell_.Jobs();
-    EXPECT_TRUE(jobs.ok()) << jobs.status();
-    if (jobs.ok()) {
-      for (const v1::Job& j : jobs->jobs()) {
-        if (j.id() == "alice/web") return j;
-      }
-    }
-    ADD_FAILURE() << "no job alice/web";
-    return v1::Job();
+    absl::StatusOr<v1::Job> j = cell_.Job("alice/web");
+    EXPECT_TRUE(j.ok()) << j.status();
+    return j.ok() ? *j : v1::Job();
   }
 
   // The task processes behind `pids`, as /proc has them now.

@@ -108,6 +108,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddSubmit(app, ctx);
   AddDiff(app, ctx);
   AddScale(app, ctx);
+  AddRolloutCommands(app, ctx);
   AddKill(app, ctx);
   AddJobs(app, ctx);
   AddTasks(app, ctx);

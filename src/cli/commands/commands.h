@@ -62,6 +62,10 @@ void AddSubmit(CLI::App& app, CommandContext& ctx);
 // herd diff FILE..., herd scale JOB N.
 void AddDiff(CLI::App& app, CommandContext& ctx);
 void AddScale(CLI::App& app, CommandContext& ctx);
+// herd rollback, herd pause, herd resume, herd history (rollout.cc).
+void AddRolloutCommands(CLI::App& app, CommandContext& ctx);
+// "rolling to version 3 (2 of 4 tasks left); ...": a job's rollout in brief.
+std::string RolloutText(const v1::Rollout& r);
 // A job's diff for people: the version change, the fields that change, and
 // which tasks restart, move, are added or removed, and why.
 std::string DiffText(const v1::JobDiff& diff);

@@ -53,6 +53,7 @@ void AddStatus(CLI::App& app, CommandContext& ctx) {
     if (j.version() > 1) std::printf(" (changed at revision %lld)", static_cast<long long>(j.version_revision()));
     if (outdated > 0) std::printf("; %d task%s still on an older version", outdated, outdated == 1 ? "" : "s");
     std::printf("\n");
+    if (j.has_rollout()) std::printf("rollout:    %s\n", RolloutText(j.rollout()).c_str());
     std::printf("tasks:      %d, each %s\n", s.task_count(), ShortResources(s.task().resources()).c_str());
     std::printf("command:    %s\n", cmdline.c_str());
     std::printf("restart:    %s; grace period %s%s\n", RestartText(s.restart()).c_str(),

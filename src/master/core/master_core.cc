@@ -24,6 +24,7 @@ MasterCore::MasterCore(store::LogStore* reader, Clock* clock, MasterOptions opti
       options_(std::move(options)),
       committer_(std::make_unique<Committer>(Committer::FollowerTag{}, std::move(state), clock, options_.committer)),
       jobs_(api_),
+      rollouts_api_(api_),
       access_(api_),
       machines_(api_),
       stream_(api_),
@@ -78,6 +79,7 @@ absl::Status MasterCore::Promote(store::LogStore* writer, AgentLink* link) {
 }
 
 void MasterCore::BuildLeaderParts(AgentLink* link) {
+  rollouts_ = std::make_unique<RolloutController>(committer_.get(), clock_, options_.rollout);
   if (options_.run_link) {
     link_shard_ = std::make_unique<LinkShard>(committer_.get(), link, clock_, options_.link);
     LinkShard* shard = link_shard_.get();
@@ -109,10 +111,16 @@ MasterCore::~MasterCore() { Stop(); }
 void MasterCore::Start() {
   if (link_shard_) link_shard_->Start();
   if (sched_loop_) sched_loop_->Start();
+  if (rollouts_) rollouts_->Start();
 }
 
 void MasterCore::PollAllMachines() {
   if (link_shard_) link_shard_->PollAllOnce();
+}
+
+absl::StatusOr<int> MasterCore::StepRollouts() {
+  if (!rollouts_) return absl::FailedPreconditionError("a follower runs no rollouts");
+  return rollouts_->Step();
 }
 
 absl::Status MasterCore::StepScheduler() {
@@ -121,6 +129,7 @@ absl::Status MasterCore::StepScheduler() {
 }
 
 void MasterCore::Stop() {
+  if (rollouts_) rollouts_->Stop();
   if (sched_loop_) sched_loop_->Stop();
   if (link_shard_) link_shard_->Stop();
 }

@@ -4,6 +4,7 @@
 // one class per concern:
 //
 //   jobs()      submit, kill, read jobs and tasks, why-pending, Propose
+//   rollouts()  rollback, pause and resume a rolling update, version history
 //   machines()  machines registering and listed, quota, the cell in brief
 //   stream()    Watch (the change log) and checkpoints
 //   names()     Resolve and WatchNames (tasks' names, naming/names.h)
@@ -24,6 +25,7 @@
 #include "master/core/api/jobs.h"
 #include "master/core/api/machines.h"
 #include "master/core/api/names.h"
+#include "master/core/api/rollouts.h"
 #include "master/core/api/stream.h"
 #include "master/core/committer.h"
 #include "master/core/link/agent_link.h"
@@ -62,12 +64,16 @@ class MasterCore {
   // one scheduler round (catch up, pass, propose), on the calling thread.
   void PollAllMachines();
   absl::Status StepScheduler();
+  // One pass of the rollout controller (rolling updates), for the
+  // simulator and tests; Start() runs it on its own thread.
+  absl::StatusOr<int> StepRollouts();
   void Stop();
   // Called once if the store fails; the process should exit.
   void SetFatalHandler(std::function<void(const absl::Status&)> fn);
 
   // The API.
   JobsApi& jobs() { return jobs_; }
+  RolloutsApi& rollouts() { return rollouts_api_; }
   AccessApi& access() { return access_; }
   MachinesApi& machines() { return machines_; }
   StreamApi& stream() { return stream_; }
@@ -95,6 +101,7 @@ class MasterCore {
   WhyStore why_;
   ApiContext api_;
   JobsApi jobs_;
+  RolloutsApi rollouts_api_;
   AccessApi access_;
   MachinesApi machines_;
   StreamApi stream_;
@@ -102,6 +109,7 @@ class MasterCore {
   std::unique_ptr<CommitterChangeSource> sched_source_;
   std::unique_ptr<FunctionProposalSink> sched_sink_;
   std::unique_ptr<sched::SchedulerLoop> sched_loop_;
+  std::unique_ptr<RolloutController> rollouts_;
 };
 
 }  // namespace herd::master

@@ -110,9 +110,25 @@ void EventMapper::Add(const v1::Mutation& m, Batch* out) {
       const std::string id = JobId(u.spec().user(), u.spec().name());
       int64_t& version = versions_[id];
       version = u.expect_version() > 0 ? u.expect_version() + 1 : version + 1;
-      job_row(id, "updated", version, u.reason())->spec_json = SpecJson(u.spec());
+      job_row(id, u.rollback() ? "rolled back" : "updated", version, u.reason())->spec_json = SpecJson(u.spec());
       for (int32_t i : u.restart()) out->task_events.emplace_back(Row(m, id, i, "restarted")).reason = u.reason();
       for (int32_t i : u.reschedule()) out->task_events.emplace_back(Row(m, id, i, "moved")).reason = u.reason();
+      break;
+    }
+    case v1::Mutation::kTasksUpdated: {
+      // A step of a rolling update.
+      const v1::TasksUpdated& u = m.tasks_updated();
+      const std::string reason = absl::StrCat("rolling update to version ", u.version());
+      for (int32_t i : u.restart()) out->task_events.emplace_back(Row(m, u.job(), i, "restarted")).reason = reason;
+      for (int32_t i : u.reschedule()) out->task_events.emplace_back(Row(m, u.job(), i, "moved")).reason = reason;
+      break;
+    }
+    case v1::Mutation::kRolloutChanged: {
+      const v1::RolloutChanged& r = m.rollout_changed();
+      std::string reason = absl::StrCat("rollout ", v1::Rollout::State_Name(r.state()));
+      if (r.promote()) absl::StrAppend(&reason, " (canaries promoted)");
+      if (!r.message().empty()) absl::StrAppend(&reason, ": ", r.message());
+      job_row(r.job(), "rollout", r.version(), std::move(reason));
       break;
     }
     case v1::Mutation::kJobKilled: {

@@ -91,6 +91,18 @@ grpc::Status HerdService::Kill(grpc::ServerContext* ctx, const v1::KillRequest* 
 grpc::Status HerdService::Scale(grpc::ServerContext* ctx, const v1::ScaleRequest* req, v1::ScaleResponse* out) {
   HERD_CHANGE(jobs, Scale);
 }
+grpc::Status HerdService::Rollback(grpc::ServerContext* ctx, const v1::RollbackRequest* req,
+                                   v1::RollbackResponse* out) {
+  HERD_CHANGE(rollouts, Rollback);
+}
+grpc::Status HerdService::SetRollout(grpc::ServerContext* ctx, const v1::SetRolloutRequest* req,
+                                     v1::SetRolloutResponse* out) {
+  HERD_CHANGE(rollouts, SetRollout);
+}
+grpc::Status HerdService::History(grpc::ServerContext* ctx, const v1::HistoryRequest* req,
+                                  v1::HistoryResponse* out) {
+  HERD_CALL(rollouts, History);
+}
 grpc::Status HerdService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::GetJobResponse* out) {
   HERD_CALL(jobs, GetJob);
 }

@@ -55,6 +55,9 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest*, v1::SubmitResponse*) override;
   grpc::Status Kill(grpc::ServerContext*, const v1::KillRequest*, v1::KillResponse*) override;
   grpc::Status Scale(grpc::ServerContext*, const v1::ScaleRequest*, v1::ScaleResponse*) override;
+  grpc::Status Rollback(grpc::ServerContext*, const v1::RollbackRequest*, v1::RollbackResponse*) override;
+  grpc::Status SetRollout(grpc::ServerContext*, const v1::SetRolloutRequest*, v1::SetRolloutResponse*) override;
+  grpc::Status History(grpc::ServerContext*, const v1::HistoryRequest*, v1::HistoryResponse*) override;
   grpc::Status GetJob(grpc::ServerContext*, const v1::GetJobRequest*, v1::GetJobResponse*) override;
   grpc::Status ListJobs(grpc::ServerContext*, const v1::ListJobsRequest*, v1::ListJobsResponse*) override;
   grpc::Status ListTasks(grpc::ServerContext*, const v1::ListTasksRequest*, v1::ListTasksResponse*) override;

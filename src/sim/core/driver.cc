@@ -60,6 +60,8 @@ absl::Status Driver::Settle() {
     int64_t before = revision();
     HERD_RETURN_IF_ERROR(master_->StepScheduler());
     master_->PollAllMachines();
+    // Rolling updates move on at the virtual clock, as on a live master.
+    HERD_RETURN_IF_ERROR(master_->StepRollouts().status());
     if (revision() == before) return absl::OkStatus();
   }
   return absl::OkStatus();

@@ -45,7 +45,7 @@ class Driver {
 
   // Moves virtual time forward to `t_ms`, tick by tick.
   absl::Status AdvanceTo(int64_t t_ms);
-  // Scheduler rounds and polls until nothing changes, without moving time
+  // Scheduler rounds, polls and rollout steps until nothing changes, without moving time
   // ("schedule all pending").
   absl::Status Settle();
 

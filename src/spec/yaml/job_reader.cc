@@ -25,7 +25,15 @@ constexpr absl::string_view kJobFields[] = {
     "name",        "user",      "priority",  "tasks",         "command",          "args",
     "env",         "workdir",   "resources", "constraints",   "soft_constraints", "restart",
     "grace_period", "appclass", "labels",    "overrides",     "different_machines", "max_per_domain",
-    "packages",    "health_check", "isolation", "at_most_once", "disruption_budget"};
+    "packages",    "health_check", "isolation", "at_most_once", "disruption_budget",
+    "update"};
+constexpr absl::string_view kUpdateFields[] = {"max_unavailable", "min_healthy_time", "canary", "auto_rollback",
+                                               "progress_deadline"};
+// A rolling update's defaults when `update:` is given (Nomad's): one task
+// at a time, healthy for 10s, a 10m deadline per task, no canary, no
+// automatic rollback.
+constexpr int64_t kDefaultMinHealthyMs = 10'000;
+constexpr int64_t kDefaultProgressDeadlineMs = 600'000;
 constexpr absl::string_view kPackageFields[] = {"name", "sha256", "url", "size"};
 constexpr absl::string_view kHealthFields[] = {"http", "tcp", "command", "interval", "timeout", "failure_threshold",
                                                "initial_delay"};
@@ -72,6 +80,9 @@ class JobReader : public NodeReader {
   void ReadPackages(const Value& v, v1::TaskTemplate* t);
   void ReadHealthCheck(const Value& v, v1::HealthCheck* h);
   void ReadIsolation(const Value& v, v1::Isolation* iso);
+  void ReadUpdate(const Value& v, v1::UpdateStrategy* u);
+  // "3" or "25%" into a count or a percentage (disruption budgets, updates).
+  void ReadMaxUnavailable(const Value& v, absl::string_view zero_means, int32_t* count, int32_t* percent);
   void ReadAppClass(const Value& v, v1::JobSpec* spec);
   void ReadOverrides(const Value& v, v1::JobSpec* spec);
   void ReadOverride(const Value& v, bool keyed, v1::TaskOverride* o);
@@ -153,25 +164,14 @@ v1::JobSpec JobReader::Read(const YAML::Node& node) {
     if (std::optional<Fields> f =
             Map(*v, kBudgetFields, "a disruption budget, e.g. {max_unavailable: 1} or {max_unavailable: 25%}")) {
       if (const Entry* e = f->Get("max_unavailable")) {
-        Value mv = ValueOf(*e, v->path);
-        const std::string text = mv.node.IsScalar() ? mv.node.Scalar() : "";
-        if (absl::EndsWith(text, "%")) {
-          int pct = 0;
-          if (absl::SimpleAtoi(text.substr(0, text.size() - 1), &pct) && pct >= 1 && pct <= 100) {
-            spec.mutable_disruption_budget()->set_max_unavailable_percent(pct);
-          } else {
-            Error(mv, absl::StrCat("expected a count or a percentage from 1% to 100%, got '", text, "'"));
-          }
-        } else if (auto n = Int(mv, kMaxTasks)) {
-          if (*n < 1) {
-            Error(mv, "expected at least 1 (a budget of 0 would stop every drain)");
-          } else {
-            spec.mutable_disruption_budget()->set_max_unavailable(static_cast<int32_t>(*n));
-          }
-        }
+        int32_t count = 0, percent = 0;
+        ReadMaxUnavailable(ValueOf(*e, v->path), "a budget of 0 would stop every drain", &count, &percent);
+        if (count > 0) spec.mutable_disruption_budget()->set_max_unavailable(count);
+        if (percent > 0) spec.mutable_disruption_budget()->set_max_unavailable_percent(percent);
       }
     }
   }
+  if (auto v = get("update")) ReadUpdate(*v, spec.mutable_update());
   if (auto v = get("max_per_domain")) {
     if (std::optional<Fields> df = Map(*v, {}, "a map of machine attributes to task counts, e.g. {rack: 2}")) {
       for (const Entry& item : df->entries()) {
@@ -399,6 +399,62 @@ void JobReader::ReadPackages(const Value& v, v1::TaskTemplate* t) {
     }
     if (const Entry* e = f->Get("size")) {
       if (auto n = Quantity(ValueOf(*e, iv.path), &ParseBytes)) p->set_size_bytes(*n);
+    }
+  }
+}
+
+void JobReader::ReadMaxUnavailable(const Value& mv, absl::string_view zero_means, int32_t* count,
+                                   int32_t* percent) {
+  const std::string text = mv.node.IsScalar() ? mv.node.Scalar() : "";
+  if (absl::EndsWith(text, "%")) {
+    int pct = 0;
+    if (absl::SimpleAtoi(text.substr(0, text.size() - 1), &pct) && pct >= 1 && pct <= 100) {
+      *percent = pct;
+    } else {
+      Error(mv, absl::StrCat("expected a count or a percentage from 1% to 100%, got '", text, "'"));
+    }
+  } else if (auto n = Int(mv, kMaxTasks)) {
+    if (*n < 1) {
+      Error(mv, absl::StrCat("expected at least 1 (", zero_means, ")"));
+    } else {
+      *count = static_cast<int32_t>(*n);
+    }
+  }
+}
+
+void JobReader::ReadUpdate(const Value& v, v1::UpdateStrategy* u) {
+  u->set_max_unavailable(1);
+  u->set_min_healthy_time_ms(kDefaultMinHealthyMs);
+  u->set_progress_deadline_ms(kDefaultProgressDeadlineMs);
+  if (v.node.IsNull()) return;  // `update:` alone: the defaults
+  std::optional<Fields> f = Map(v, kUpdateFields,
+                                "a rolling update, e.g. {max_unavailable: 1, min_healthy_time: 10s, canary: 1, "
+                                "auto_rollback: true, progress_deadline: 5m}");
+  if (!f) return;
+  if (const Entry* e = f->Get("max_unavailable")) {
+    int32_t count = 0, percent = 0;
+    ReadMaxUnavailable(ValueOf(*e, v.path), "an update that may take no task down could never start", &count,
+                       &percent);
+    u->set_max_unavailable(count);
+    u->set_max_unavailable_percent(percent);
+  }
+  if (const Entry* e = f->Get("min_healthy_time")) {
+    if (auto ms = Quantity(ValueOf(*e, v.path), &ParseDurationMs)) u->set_min_healthy_time_ms(*ms);
+  }
+  if (const Entry* e = f->Get("canary")) {
+    if (auto n = Int(ValueOf(*e, v.path), kMaxTasks)) u->set_canary(static_cast<int32_t>(*n));
+  }
+  if (const Entry* e = f->Get("auto_rollback")) {
+    if (auto b = Bool(ValueOf(*e, v.path))) u->set_auto_rollback(*b);
+  }
+  if (const Entry* e = f->Get("progress_deadline")) {
+    Value dv = ValueOf(*e, v.path);
+    if (auto ms = Quantity(dv, &ParseDurationMs)) {
+      if (*ms > kMaxUpdateWaitMs) {
+        Error(dv, absl::StrCat("at most ", FormatDurationMs(kMaxUpdateWaitMs), " (0: no deadline)"));
+      } else {
+        u->set_progress_deadline_ms(*ms);
+      }
     }
   }
 }

@@ -26,6 +26,10 @@ absl::string_view ActionName(Action a) {
       return "kill-job";
     case Action::kScaleJob:
       return "scale-job";
+    case Action::kRollbackJob:
+      return "rollback-job";
+    case Action::kControlRollout:
+      return "control-rollout";
     case Action::kReadJob:
       return "read-job";
     case Action::kListJobs:
@@ -112,6 +116,8 @@ bool IsMutating(Action a) {
     case Action::kSubmitJob:
     case Action::kKillJob:
     case Action::kScaleJob:
+    case Action::kRollbackJob:
+    case Action::kControlRollout:
     case Action::kPropose:
     case Action::kRegisterMachine:
     case Action::kSetQuota:
@@ -166,6 +172,8 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
     case Action::kSubmitJob:
     case Action::kKillJob:
     case Action::kScaleJob:
+    case Action::kRollbackJob:
+    case Action::kControlRollout:
       return own ? absl::OkStatus() : need(Capability::kAdmin);
     case Action::kExecTask:
       return own ? absl::OkStatus() : need(Capability::kExecAny);

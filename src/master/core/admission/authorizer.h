@@ -79,7 +79,9 @@ enum class Action {
   kSubmitJob,        // Submit: once per job, on the job's owner
   kKillJob,          // Kill
   kScaleJob,         // Scale: change a job's task count
-  kReadJob,          // GetJob, ListTasks, GetTask, Why
+  kRollbackJob,      // Rollback: put a job back at an earlier version's spec
+  kControlRollout,   // SetRollout: pause or resume a job's rolling update
+  kReadJob,          // GetJob, ListTasks, GetTask, Why, History
   kListJobs,         // ListJobs (owner: the user filter, "" = everyone's)
   kPropose,          // Propose: placements for the cell
   kRegisterMachine,  // RegisterMachine
@@ -137,7 +139,8 @@ class AllowAll final : public Authorizer {
 // - the master's own parts may do anything;
 // - a machine may only register itself (its name is its certificate's);
 // - a scheduler may read the cell and propose placements;
-// - a user may submit (create or update), scale, kill, exec into, and read
+// - a user may submit (create or update), scale, roll back, pause and
+//   resume the rollout of, kill, exec into, and read
 //   the logs and secrets of their own jobs; may read every job's status
 //   (env values hidden) and its tasks' names, the machines, the quotas,
 //   the cell and its metrics; everything else needs a capability:

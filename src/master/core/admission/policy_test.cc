@@ -18,7 +18,8 @@ class CellPolicyTest : public ::testing::Test {
 
 TEST_F(CellPolicyTest, UsersChangeOnlyTheirOwnJobs) {
   Principal alice = Principal::User("alice"), bob = Principal::User("bob");
-  for (Action a : {Action::kSubmitJob, Action::kKillJob, Action::kExecTask, Action::kReadLogs, Action::kReadSecrets}) {
+  for (Action a : {Action::kSubmitJob, Action::kKillJob, Action::kScaleJob, Action::kRollbackJob,
+                   Action::kControlRollout, Action::kExecTask, Action::kReadLogs, Action::kReadSecrets}) {
     EXPECT_TRUE(Allowed(alice, a, Job("alice"))) << ActionName(a);
     EXPECT_FALSE(Allowed(bob, a, Job("alice"))) << ActionName(a);
   }

@@ -98,6 +98,22 @@ class AuthorizationTest : public ::testing::Test {
       r.set_tasks(3);
       return core_->jobs().Scale(bob, r).status();
     };
+    c["Rollback"] = [=, this] {
+      v1::RollbackRequest r;
+      r.set_job("alice/web");
+      return core_->rollouts().Rollback(bob, r).status();
+    };
+    c["SetRollout"] = [=, this] {
+      v1::SetRolloutRequest r;
+      r.set_job("alice/web");
+      r.set_action(v1::SetRolloutRequest::PAUSE);
+      return core_->rollouts().SetRollout(bob, r).status();
+    };
+    c["History"] = [=, this] {
+      v1::HistoryRequest r;
+      r.set_job("alice/web");
+      return core_->rollouts().History(bob, r).status();
+    };
     c["GetJob"] = [=, this] {
       v1::GetJobRequest r;
       r.set_job("alice/web");
@@ -214,6 +230,9 @@ class AuthorizationTest : public ::testing::Test {
         {"Submit", {Action::kSubmitJob, {"alice/web2", "alice", ""}}},
         {"Kill", {Action::kKillJob, web}},
         {"Scale", {Action::kScaleJob, web}},
+        {"Rollback", {Action::kRollbackJob, web}},
+        {"SetRollout", {Action::kControlRollout, web}},
+        {"History", {Action::kReadJob, web}},
         {"GetJob", {Action::kReadJob, web}},
         {"ListJobs", {Action::kListJobs, {"", "alice", ""}}},
         {"ListTasks", {Action::kReadJob, web}},

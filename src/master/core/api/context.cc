@@ -30,6 +30,30 @@ absl::StatusOr<std::string> ApiContext::ResolveJob(const cell::CellState& s, con
   return matches[0];
 }
 
+absl::StatusOr<const cell::Job*> ApiContext::LiveJob(const cell::CellState& s, const Principal& who,
+                                                     const std::string& ref, Action action, std::string* id) const {
+  HERD_ASSIGN_OR_RETURN(*id, ResolveJob(s, who, ref));
+  const cell::Job* job = s.FindJob(*id);
+  HERD_RETURN_IF_ERROR(Authorize(who, action, JobResource(*job)));
+  if (job->state == v1::Job::DEAD) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", *id, " is dead: submit it to start it anew"));
+  }
+  return job;
+}
+
 Resource JobResource(const cell::Job& job) { return Resource{job.id, job.spec.user(), ""}; }
+
+namespace {
+// What a reader without the right to a job's secrets sees of its env values.
+constexpr char kHiddenValue[] = "(hidden)";
+}  // namespace
+
+void HideSecretsFrom(const ApiContext& ctx, const Principal& who, const cell::Job& job, v1::JobSpec* spec) {
+  if (ctx.Authorize(who, Action::kReadSecrets, JobResource(job)).ok()) return;
+  for (auto& [k, v] : *spec->mutable_task()->mutable_env()) v = kHiddenValue;
+  for (v1::TaskOverride& o : *spec->mutable_overrides()) {
+    for (auto& [k, v] : *o.mutable_env()) v = kHiddenValue;
+  }
+}
 
 }  // namespace herd::master

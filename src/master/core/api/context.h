@@ -42,6 +42,11 @@ struct ApiContext {
   absl::StatusOr<std::string> ResolveJob(const cell::CellState& s, const Principal& caller,
                                          const std::string& ref) const;
 
+  // The live job `ref` names, once `who` may do `action` to it (into *id);
+  // FAILED_PRECONDITION if it is dead.
+  absl::StatusOr<const cell::Job*> LiveJob(const cell::CellState& s, const Principal& who, const std::string& ref,
+                                           Action action, std::string* id) const;
+
   // fn on the current state (at_revision 0 or the current revision), or on
   // the state at a past revision rebuilt from the store.
   template <typename T>
@@ -57,5 +62,10 @@ struct ApiContext {
 
 // The Resource for a job (its id and owner).
 Resource JobResource(const cell::Job& job);
+
+// Hides the env values in `spec` (one of `job`'s) unless `who` may read
+// its secrets (its owner, or read-all): env is where users put tokens and
+// passwords.
+void HideSecretsFrom(const ApiContext& ctx, const Principal& who, const cell::Job& job, v1::JobSpec* spec);
 
 }  // namespace herd::master

@@ -81,7 +81,10 @@ absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v
         r->set_updated(true);
         changed.push_back(spec);
         replaced.push_back(old);
-        updates.push_back(cell::UpdateMutation(spec, diff, absl::StrCat("updated by ", who.name)));
+        // With `update:` a rolling update: the tasks that must restart or
+        // move are held for the rollout controller (cell/rollout.h).
+        updates.push_back(cell::PlanUpdate(*old, spec, diff, absl::StrCat("updated by ", who.name),
+                                           spec.has_update() ? &spec.update() : nullptr));
       }
       *r->mutable_diff() = std::move(diff);
     }
@@ -116,12 +119,7 @@ absl::StatusOr<v1::ScaleResponse> JobsApi::Scale(const Principal& who, const v1:
   v1::ScaleResponse resp;
   auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
     resp.Clear();
-    HERD_ASSIGN_OR_RETURN(id, ctx_.ResolveJob(s, who, req.job()));
-    const cell::Job* job = s.FindJob(id);
-    HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kScaleJob, JobResource(*job)));
-    if (job->state == v1::Job::DEAD) {
-      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is dead: submit it to start it anew"));
-    }
+    HERD_ASSIGN_OR_RETURN(const cell::Job* job, ctx_.LiveJob(s, who, req.job(), Action::kScaleJob, &id));
     if (req.expect_version() != 0 && req.expect_version() != job->version) {
       return absl::FailedPreconditionError(absl::StrCat("job ", id, " is at version ", job->version, ", not ",
                                                         req.expect_version(), " (it changed meanwhile)"));
@@ -135,9 +133,12 @@ absl::StatusOr<v1::ScaleResponse> JobsApi::Scale(const Principal& who, const v1:
     if (resp.diff().to_version() == resp.diff().from_version()) return std::vector<v1::Mutation>{};
     HERD_RETURN_IF_ERROR(CheckQuota(s, {next}, {job}));
     if (req.dry_run()) return std::vector<v1::Mutation>{};
-    return std::vector<v1::Mutation>{cell::UpdateMutation(
-        next, resp.diff(), absl::StrCat("scaled from ", job->spec.task_count(), " to ", req.tasks(), " tasks by ",
-                                        who.name))};
+    // Survivors are not touched: those a rollout has not reached yet stay
+    // held, and the rollout goes on with its strategy.
+    return std::vector<v1::Mutation>{cell::PlanUpdate(
+        *job, next, resp.diff(),
+        absl::StrCat("scaled from ", job->spec.task_count(), " to ", req.tasks(), " tasks by ", who.name),
+        job->rollout.has_strategy() ? &job->rollout.strategy() : nullptr, /*hold_outdated=*/true)};
   };
   HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(who.name, build));
   resp.set_revision(rev);
@@ -170,24 +171,6 @@ absl::StatusOr<v1::KillResponse> JobsApi::Kill(const Principal& who, const v1::K
   return resp;
 }
 
-namespace {
-
-// What a reader without the right to a job's secrets sees of its env values.
-constexpr char kHiddenValue[] = "(hidden)";
-
-// Hides the env values of `job` unless `who` may read its secrets (its
-// owner, or read-all): env is where users put tokens and passwords.
-void HideSecretsFrom(const ApiContext& ctx, const Principal& who, const cell::Job& job, v1::Job* out) {
-  if (ctx.Authorize(who, Action::kReadSecrets, JobResource(job)).ok()) return;
-  v1::JobSpec* spec = out->mutable_spec();
-  for (auto& [k, v] : *spec->mutable_task()->mutable_env()) v = kHiddenValue;
-  for (v1::TaskOverride& o : *spec->mutable_overrides()) {
-    for (auto& [k, v] : *o.mutable_env()) v = kHiddenValue;
-  }
-}
-
-}  // namespace
-
 absl::StatusOr<v1::GetJobResponse> JobsApi::GetJob(const Principal& who, const v1::GetJobRequest& req) {
   HERD_ASSIGN_OR_RETURN(
       v1::GetJobResponse resp,
@@ -198,7 +181,7 @@ absl::StatusOr<v1::GetJobResponse> JobsApi::GetJob(const Principal& who, const v
             HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kReadJob, JobResource(*j)));
             v1::GetJobResponse r;
             *r.mutable_job() = j->ToProto();
-            HideSecretsFrom(ctx_, who, *j, r.mutable_job());
+            HideSecretsFrom(ctx_, who, *j, r.mutable_job()->mutable_spec());
             for (const cell::Task& t : j->tasks) *r.add_tasks() = t.ToProto();
             r.set_revision(s.revision());
             return r;
@@ -225,7 +208,7 @@ absl::StatusOr<v1::ListJobsResponse> JobsApi::ListJobs(const Principal& who, con
           if (!req.include_dead() && j->state == v1::Job::DEAD) continue;
           v1::Job* out = r.add_jobs();
           *out = j->ToProto();
-          HideSecretsFrom(ctx_, who, *j, out);
+          HideSecretsFrom(ctx_, who, *j, out->mutable_spec());
         }
         r.set_revision(s.revision());
         return r;

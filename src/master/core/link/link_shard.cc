@@ -336,7 +336,7 @@ std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
     sent->reserve(m->tasks().size());
     versions->reserve(m->tasks().size());
     for (const cell::Task* t : m->tasks()) {
-      const v1::JobSpec& spec = t->job()->spec;
+      const v1::JobSpec& spec = t->job()->SpecAt(t->job_version());
       if (spec.at_most_once()) {
         plan->at_most_once = true;
         plan->max_grace_ms = std::max(plan->max_grace_ms,

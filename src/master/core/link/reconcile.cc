@@ -6,12 +6,14 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
+#include "cell/rollout.h"
 #include "cell/task_template.h"
 
 namespace herd::master {
 
 v1::TaskRun BuildTaskRun(const cell::CellState& state, const cell::Task& t) {
-  const v1::JobSpec& spec = t.job()->spec;
+  // An outdated task (held by a rolling update) runs its own version.
+  const v1::JobSpec& spec = t.job()->SpecAt(t.job_version());
   v1::TaskRun run;
   run.mutable_ref()->set_job(t.job()->id);
   run.mutable_ref()->set_index(t.index());
@@ -160,10 +162,7 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
 namespace {
 int MaxUnavailable(const v1::JobSpec& spec, int tasks) {
   const v1::DisruptionBudget& b = spec.disruption_budget();
-  int limit = INT_MAX;
-  if (b.max_unavailable() > 0) limit = b.max_unavailable();
-  if (b.max_unavailable_percent() > 0) limit = std::min(limit, std::max(1, tasks * b.max_unavailable_percent() / 100));
-  return limit;
+  return cell::MaxUnavailable(b.max_unavailable(), b.max_unavailable_percent(), tasks);
 }
 
 void DrainSome(const cell::Machine& m, const absl::flat_hash_set<const cell::Task*>& moved,
