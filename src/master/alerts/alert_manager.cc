@@ -198,10 +198,22 @@ class Command final : public Sink {
       close(fds[1]);
       return absl::FailedPreconditionError(absl::StrCat("cannot run ", argv_[0], ": ", std::strerror(rc)));
     }
-    // A command that does not read its stdin must not block us: the
-    // notification is small (well under a pipe's 64 KiB).
+    // A command that does not read its stdin must not block us (the
+    // notification is small, well under a pipe's 64 KiB), nor kill us: a
+    // write to a pipe whose reader is gone raises SIGPIPE, so it is blocked
+    // in this thread for the write and a pending one is taken back.
     fcntl(fds[1], F_SETFL, O_NONBLOCK);
-    (void)!write(fds[1], json.data(), json.size());
+    sigset_t pipe_only, old;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+    const ssize_t written = write(fds[1], json.data(), json.size());
+    if (written < 0 && errno == EPIPE) {
+      const timespec zero{0, 0};
+      while (sigtimedwait(&pipe_only, nullptr, &zero) == SIGPIPE) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     close(fds[1]);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kSinkTimeoutMs);
     int status = 0;
@@ -273,7 +285,10 @@ void AlertManager::AddSink(std::unique_ptr<Sink> sink) { sinks_.push_back(std::m
 
 void AlertManager::Start(Committer* committer, int64_t scan_ms) {
   committer_ = committer;
-  thread_ = std::thread([this, scan_ms] { Loop(scan_ms); });
+  // From the revision at the call: what is committed after Start returns
+  // is seen, however late the thread gets going.
+  const int64_t after = committer_->revision();
+  thread_ = std::thread([this, scan_ms, after] { Loop(scan_ms, after); });
   sender_ = std::thread([this] { SendLoop(); });
 }
 
@@ -486,9 +501,10 @@ v1::ListAlertsResponse AlertManager::List(bool all) const {
   return r;
 }
 
-void AlertManager::Loop(int64_t scan_ms) {
-  int64_t after = committer_->revision();
-  int64_t last_scan = 0;
+void AlertManager::Loop(int64_t scan_ms, int64_t after) {
+  // The scans' cadence is the process's own time; what they decide uses the
+  // injected clock (Scan).
+  auto last_scan = std::chrono::steady_clock::time_point();
   while (true) {
     {
       absl::MutexLock l(&mu_);
@@ -505,8 +521,8 @@ void AlertManager::Loop(int64_t scan_ms) {
       // about now, not about what the log holds).
       after = committer_->FeedStart() - 1;
     }
-    const int64_t now = clock_->MonotonicMs();
-    if (now - last_scan >= scan_ms) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_scan >= std::chrono::milliseconds(scan_ms)) {
       committer_->Read([&](const cell::CellState& s) {
         Scan(s);
         return 0;

@@ -96,7 +96,7 @@ class AlertManager {
   void Resolve(const Key& key, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Notify(const v1::Alert& a, const char* status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Trim(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Loop(int64_t scan_ms);
+  void Loop(int64_t scan_ms, int64_t after);
   void SendLoop();
 
   const Rules rules_;
