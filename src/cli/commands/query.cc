@@ -19,6 +19,8 @@ std::string Cell(const v1::QueryValue& v) {
       return absl::StrFormat("%.6g", v.real());
     case v1::QueryValue::kText:
       return v.text().empty() ? "\"\"" : v.text();
+    case v1::QueryValue::kHex:
+      return absl::StrCat("x'", v.hex(), "'");
     default:
       return "NULL";
   }

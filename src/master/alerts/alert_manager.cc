@@ -207,15 +207,26 @@ class Command final : public Sink {
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
     pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
-    const ssize_t written = write(fds[1], json.data(), json.size());
-    if (written < 0 && errno == EPIPE) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kSinkTimeoutMs);
+    size_t sent = 0;
+    bool broken = false;
+    while (sent < json.size() && !broken && std::chrono::steady_clock::now() < deadline) {
+      const ssize_t n = write(fds[1], json.data() + sent, json.size() - sent);
+      if (n > 0) {
+        sent += static_cast<size_t>(n);
+      } else if (n < 0 && errno == EAGAIN) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the command reads slowly
+      } else if (n < 0 && errno != EINTR) {
+        broken = true;  // EPIPE: it stopped reading
+      }
+    }
+    if (broken) {
       const timespec zero{0, 0};
       while (sigtimedwait(&pipe_only, nullptr, &zero) == SIGPIPE) {
       }
     }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     close(fds[1]);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kSinkTimeoutMs);
     int status = 0;
     while (waitpid(pid, &status, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > deadline) {
@@ -316,7 +327,12 @@ void AlertManager::Notify(const v1::Alert& a, const char* status) {
       absl::StrCat("{\"status\":\"", status, "\",\"cell\":", JsonString(cell_), ",\"alert\":", alert, "}"));
 }
 
-void AlertManager::Fire(const std::string& rule, const std::string& subject, const std::string& message, int64_t now) {
+void AlertManager::Fire(const std::string& rule, const std::string& subject, const std::string& full_message,
+                        int64_t now) {
+  // Messages carry text from tasks (an agent's message): bounded here.
+  const std::string message = full_message.size() > kMaxMessageBytes
+                                  ? absl::StrCat(full_message.substr(0, kMaxMessageBytes), "...")
+                                  : full_message;
   v1::Alert& a = alerts_[{rule, subject}];
   a.set_last_ms(now);
   if (a.firing()) {

@@ -87,6 +87,7 @@ class AlertManager {
 
   static constexpr size_t kMaxQueued = 1000;   // notifications waiting for the sinks
   static constexpr size_t kMaxAlerts = 10'000;  // kept, firing or resolved
+  static constexpr size_t kMaxMessageBytes = 1024;
 
  private:
   using Key = std::pair<std::string, std::string>;  // (rule, subject)

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "master/core/admission/quota.h"
 #include "master/core/link/reconcile.h"
 #include "master/core/recovery.h"
@@ -90,6 +91,32 @@ TEST_F(MasterCoreTest, SubmittedTasksAreScheduledAndStarted) {
   v1::GetJobResponse j = Job("alice/web");
   EXPECT_EQ(j.job().state(), v1::Job::RUNNING);
   EXPECT_EQ(j.tasks(0).last_event().transition(), v1::Event::SCHEDULE);
+}
+
+// A machine's http endpoint is listed to scrapers and people: HOST:PORT
+// only, kept across a restart of the master.
+TEST_F(MasterCoreTest, AMachinesHttpEndpointIsHostPortAndKept) {
+  auto reg = [&](const std::string& http) {
+    v1::RegisterMachineRequest r;
+    *r.mutable_machine() = MachineBuilder("m1").Cpu(1000).Address("m1:1").Build();
+    r.mutable_machine()->set_http(http);
+    return core_->machines().RegisterMachine(Principal::Machine("m1"), r).status();
+  };
+  for (const char* bad : {"evil.example:443/x?", "10.0.0.5", "10.0.0.5:0", "10.0.0.5:70000", "a b:80", "h\x1b[2J:80",
+                          ":80", "[::1:80"}) {
+    absl::Status st = reg(bad);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_TRUE(absl::StrContains(st.message(), "is not HOST:PORT")) << st;
+  }
+  for (const char* good : {"10.0.0.5:9471", "m1.example.com:9471", "[::1]:9471"}) {
+    ASSERT_TRUE(reg(good).ok()) << good;
+  }
+  v1::ListMachinesResponse list = *core_->machines().ListMachines(Principal::User("alice"), {});
+  ASSERT_EQ(list.machines_size(), 1);
+  EXPECT_EQ(list.machines(0).http(), "[::1]:9471");
+  v1::CellSnapshot recovered = StopAndRecover();
+  ASSERT_EQ(recovered.machines_size(), 1);
+  EXPECT_EQ(recovered.machines(0).http(), "[::1]:9471");
 }
 
 TEST_F(MasterCoreTest, SubmitIsIdempotent) {

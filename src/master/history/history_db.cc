@@ -122,6 +122,42 @@ bool OnlyTrailing(absl::string_view rest) {
   return true;
 }
 
+// True if `s` is well-formed UTF-8 (no overlong forms, surrogates or code
+// points above U+10FFFF).
+bool ValidUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > s.size()) return false;
+    for (int k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
 std::string Hex(const void* data, int n) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
@@ -378,7 +414,9 @@ absl::StatusOr<v1::QueryHistoryResponse> HistoryDb::Query(absl::string_view sql,
   sqlite3_db_config(raw, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, nullptr);
   sqlite3_db_config(raw, SQLITE_DBCONFIG_DEFENSIVE, 1, nullptr);
   sqlite3_limit(raw, SQLITE_LIMIT_ATTACHED, 0);
-  sqlite3_limit(raw, SQLITE_LIMIT_LENGTH, 1 << 20);
+  sqlite3_limit(raw, SQLITE_LIMIT_LENGTH, kMaxValueBytes);
+  sqlite3_limit(raw, SQLITE_LIMIT_COLUMN, kMaxColumns);
+  sqlite3_limit(raw, SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 100);
   sqlite3_limit(raw, SQLITE_LIMIT_SQL_LENGTH, static_cast<int>(kMaxSqlBytes));
   sqlite3_set_authorizer(raw, ReadOnlyAuthorizer, nullptr);
   Deadline deadline{absl::Now() + limits.timeout};
@@ -403,8 +441,13 @@ absl::StatusOr<v1::QueryHistoryResponse> HistoryDb::Query(absl::string_view sql,
   v1::QueryHistoryResponse out;
   const int columns = sqlite3_column_count(stmt.get());
   for (int c = 0; c < columns; ++c) out.add_columns(sqlite3_column_name(stmt.get(), c));
+  // The answer's size, counted before each value is copied (a value costs
+  // its bytes and about kValueOverhead of heap), so no row can take more
+  // than the budget: a row of 100 one-MiB columns would otherwise be copied
+  // whole before the check.
   int64_t bytes = 0;
-  while (true) {
+  bool full = false;
+  while (!full) {
     rc = sqlite3_step(stmt.get());
     if (rc == SQLITE_DONE) break;
     if (rc != SQLITE_ROW) {
@@ -414,40 +457,49 @@ absl::StatusOr<v1::QueryHistoryResponse> HistoryDb::Query(absl::string_view sql,
       }
       return absl::InvalidArgumentError(absl::StrCat("query: ", sqlite3_errmsg(raw)));
     }
-    if (out.rows_size() >= limits.max_rows || bytes >= limits.max_bytes) {
+    if (out.rows_size() >= limits.max_rows) {
       out.set_truncated(true);
       break;
     }
     v1::QueryRow* row = out.add_rows();
-    for (int c = 0; c < columns; ++c) {
+    for (int c = 0; c < columns && !full; ++c) {
+      const int type = sqlite3_column_type(stmt.get(), c);
+      const int64_t n = type == SQLITE_TEXT || type == SQLITE_BLOB ? sqlite3_column_bytes(stmt.get(), c) : 8;
+      const int64_t cost = kValueOverhead + (type == SQLITE_BLOB ? 2 * n : n);
+      if (bytes + cost > limits.max_bytes) {
+        full = true;
+        break;
+      }
+      bytes += cost;
       v1::QueryValue* v = row->add_values();
-      switch (sqlite3_column_type(stmt.get(), c)) {
+      switch (type) {
         case SQLITE_INTEGER:
           v->set_integer(sqlite3_column_int64(stmt.get(), c));
-          bytes += 8;
           break;
         case SQLITE_FLOAT:
           v->set_real(sqlite3_column_double(stmt.get(), c));
-          bytes += 8;
           break;
         case SQLITE_TEXT: {
           const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt.get(), c));
-          const int n = sqlite3_column_bytes(stmt.get(), c);
-          v->set_text(std::string(text, n));
-          bytes += n;
+          const absl::string_view s(text, static_cast<size_t>(n));
+          // Protobuf strings must be UTF-8: other bytes go as hex.
+          if (ValidUtf8(s)) {
+            v->set_text(std::string(s));
+          } else {
+            v->set_hex(Hex(text, static_cast<int>(n)));
+          }
           break;
         }
-        case SQLITE_BLOB: {
-          const void* blob = sqlite3_column_blob(stmt.get(), c);
-          const int n = sqlite3_column_bytes(stmt.get(), c);
-          v->set_text(Hex(blob, n));
-          bytes += 2 * n;
+        case SQLITE_BLOB:
+          v->set_hex(Hex(sqlite3_column_blob(stmt.get(), c), static_cast<int>(n)));
           break;
-        }
         default:
           v->set_is_null(true);
-          bytes += 1;
       }
+    }
+    if (full) {
+      out.mutable_rows()->RemoveLast();  // no half rows
+      out.set_truncated(true);
     }
   }
   out.set_recorded_revision(recorded_revision());

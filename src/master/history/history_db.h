@@ -127,6 +127,11 @@ class HistoryDb {
   absl::StatusOr<v1::QueryHistoryResponse> Query(absl::string_view sql, const QueryLimits& limits) const;
 
   static constexpr size_t kMaxSqlBytes = 64 << 10;
+  // A query's columns, and one value's bytes; each value also counts this
+  // much toward QueryLimits::max_bytes beyond its own bytes (its heap).
+  static constexpr int kMaxColumns = 100;
+  static constexpr int kMaxValueBytes = 256 << 10;
+  static constexpr int64_t kValueOverhead = 48;
 
  private:
   struct Impl;

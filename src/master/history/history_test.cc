@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include "absl/strings/match.h"
 #include "base/clock.h"
 #include "master/core/committer.h"
 #include "master/history/history_db.h"
@@ -139,6 +140,44 @@ TEST(HistoryDb, QueriesOnlyRead) {
   // Trailing semicolons and comments are one statement; the tables are
   // still all there.
   EXPECT_EQ(Scalar(**db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'; -- the tables\n").integer(), 6);
+}
+
+TEST(HistoryDb, NoRowOutgrowsTheAnswersBudgetAndTextIsUtf8) {
+  store::testing::TempDir dir;
+  auto db = OpenIn(dir);
+  ASSERT_TRUE(db.ok());
+  // 100 columns of 256 KiB each (25 MiB in one row): cut off before the
+  // budget, never copied whole; no half row.
+  std::string wide = "WITH x(b) AS (SELECT zeroblob(262144)) SELECT b";
+  for (int i = 1; i < HistoryDb::kMaxColumns; ++i) wide += ", b";
+  wide += " FROM x";
+  auto r = (*db)->Query(wide, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->truncated());
+  EXPECT_EQ(r->rows_size(), 0);
+  // More columns than that are refused.
+  std::string many = "SELECT 1";
+  for (int i = 1; i <= HistoryDb::kMaxColumns; ++i) many += ", 1";
+  absl::Status too_many = (*db)->Query(many, {}).status();
+  EXPECT_EQ(too_many.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(too_many.message(), "too many columns")) << too_many;
+  // Bytes that are not UTF-8 come back as hex, blobs too.
+  r = (*db)->Query("SELECT CAST(x'ff00fe' AS TEXT), x'0102', 'h\xc3\xa9'", {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->rows(0).values(0).hex(), "ff00fe");
+  EXPECT_EQ(r->rows(0).values(1).hex(), "0102");
+  EXPECT_EQ(r->rows(0).values(2).text(), "h\xc3\xa9");
+  // Many small values count their heap too: 8 MiB of NULLs is far fewer
+  // than 8 Mi of them.
+  QueryLimits limits;
+  limits.max_rows = 100'000;
+  r = (*db)->Query("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n LIMIT 100000) "
+                   "SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM n",
+                   limits);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->truncated());
+  EXPECT_LT(r->rows_size(), 100'000);
+  EXPECT_GT(r->rows_size(), 1000);
 }
 
 TEST(HistoryDb, TruncatesAtMaxRows) {

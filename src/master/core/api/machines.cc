@@ -2,6 +2,9 @@
 
 #include <set>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
 #include "base/priority.h"
@@ -23,14 +26,38 @@ bool SameAttributes(const cell::Attributes& a, const cell::Attributes& b) {
 
 }  // namespace
 
+namespace {
+
+// HOST:PORT with a host of letters, digits, '.', '-', ':' (IPv6 in
+// brackets) and a port in 1..65535: what a scraper or a person may be sent
+// to, nothing else (no paths, spaces or control characters).
+bool IsHostPort(absl::string_view s) {
+  const size_t colon = s.rfind(':');
+  if (s.size() > 255 || colon == absl::string_view::npos || colon == 0) return false;
+  int port = 0;
+  if (!absl::SimpleAtoi(s.substr(colon + 1), &port) || port < 1 || port > 65535) return false;
+  absl::string_view host = s.substr(0, colon);
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return false;
+    host = host.substr(1, host.size() - 2);
+  }
+  for (char c : host) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != ':') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::RegisterMachineResponse> MachinesApi::RegisterMachine(const Principal& who,
                                                                          const v1::RegisterMachineRequest& req) {
   const v1::Machine& in = req.machine();
   HERD_RETURN_IF_ERROR(ValidateMachineName(in.name()));
   HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kRegisterMachine, Resource{"", "", in.name()}));
   if (in.address().empty()) return absl::InvalidArgumentError("machine address is required");
-  if (in.http().size() > 255 || (!in.http().empty() && in.http().find(':') == std::string::npos)) {
-    return absl::InvalidArgumentError(absl::StrCat("machine http: '", in.http().substr(0, 64), "' is not HOST:PORT"));
+  if (!in.http().empty() && !IsHostPort(in.http())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("machine http: '", absl::CHexEscape(in.http().substr(0, 64)), "' is not HOST:PORT"));
   }
   auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
     const cell::Machine* m = s.FindMachine(in.name());
