@@ -2,7 +2,17 @@
 # Installs everything Herd needs to build and test, from Debian 12's packages
 # only. Idempotent: does nothing (and needs no network) when all is present.
 # Runs as root, or through sudo.
+#
+#   scripts/setup.sh           what building and running a cell needs
+#   scripts/setup.sh --tests   and what the tests need beyond it: Debian's
+#                              chromium and Node.js with npm (the web UI's
+#                              browser test), then playwright-core from npm
+#                              into tests/ui/node_modules (pinned by its
+#                              package-lock.json)
 set -euo pipefail
+cd "$(dirname "$0")/.."
+tests=0
+if [ "${1:-}" = "--tests" ]; then tests=1; fi
 
 PACKAGES=(
   g++ cmake ninja-build ccache pkg-config git procps psmisc
@@ -15,6 +25,23 @@ PACKAGES=(
   clang libclang-rt-14-dev
   bind9-dnsutils
 )
+if [ $tests -eq 1 ]; then
+  PACKAGES+=(chromium)
+  # Node.js from Debian (nodejs, npm) unless a node and npm are there already.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then PACKAGES+=(nodejs npm); fi
+fi
+
+# playwright-core for tests/ui, once node and npm are there.
+ui_modules() {
+  [ $tests -eq 1 ] || return 0
+  if [ -f tests/ui/node_modules/playwright-core/package.json ] &&
+     grep -q "\"version\": \"$(sed -n 's/.*"playwright-core": "\(.*\)".*/\1/p' tests/ui/package.json)\"" \
+       tests/ui/node_modules/playwright-core/package.json; then
+    return 0
+  fi
+  echo "setup: npm ci in tests/ui (playwright-core)"
+  npm ci --prefix tests/ui --no-audit --no-fund --loglevel=error
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -24,6 +51,7 @@ for p in "${PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
+  ui_modules
   exit 0
 fi
 
@@ -38,3 +66,4 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+ui_modules

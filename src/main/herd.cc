@@ -314,6 +314,8 @@ void AddUp(CLI::App& app, int& rc) {
   cmd->add_option("--dns", o->dns,
                   "The master's DNS responder for tasks' names (port 0: any free one; \"\": none; not with --ha)")
       ->capture_default_str();
+  cmd->add_option("--history-sample", o->history_sample,
+                  "The master's usage sample period for the history and the UI's charts (default 60s)");
   cmd->add_flag("-d,--detach", o->detach, "Run in the background (stop with 'herd down')");
   cmd->add_flag("--ha", o->ha,
                 "Replicated control plane: a 3-member etcd cluster and 3 masters on it (ports picked, printed; a "

@@ -320,6 +320,10 @@ Child StartMaster(const UpOptions& o, const std::string& data, const std::string
     args.push_back("--dns");
     args.push_back(o.dns);
   }
+  if (!o.history_sample.empty()) {
+    args.push_back("--history-sample");
+    args.push_back(o.history_sample);
+  }
   return {"master", Spawn(args, (fs::path(data) / "logs" / "master.log").string())};
 }
 
@@ -411,6 +415,8 @@ std::string Greeting(const UpOptions& o, const std::string& data, const std::str
                     port, " hello.alice.", o.cell, ".herd, once examples/hello.yaml runs)\n");
   }
   if (!info.http().empty()) {
+    absl::StrAppend(&text, "  ui      https://", info.http(),
+                    "/ (web UI; 'herd ui' prints a link that logs your browser in)\n");
     absl::StrAppend(&text, "  metrics https://", info.http(),
                     "/metrics (and each agent's: herd machines --json, field http; docs/monitoring.md)\n");
   }

@@ -23,6 +23,8 @@ struct UpOptions {
   // The master's DNS responder (docs/naming.md); "" = none. Loopback: DNS
   // has no TLS.
   std::string dns = "127.0.0.1:0";
+  // The master's --history-sample ("" = its default, 60s).
+  std::string history_sample;
 };
 
 std::string DefaultUpDir();

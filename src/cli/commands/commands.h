@@ -87,6 +87,8 @@ void AddCheckpoint(CLI::App& app, CommandContext& ctx);
 void AddCell(CLI::App& app, CommandContext& ctx);
 void AddQuery(CLI::App& app, CommandContext& ctx);
 void AddAlerts(CLI::App& app, CommandContext& ctx);
+// herd ui: a login link for the web UI.
+void AddUi(CLI::App& app, CommandContext& ctx);
 
 // Every verb above, plus the global --master and --user options.
 void AddUserCommands(CLI::App& app, CommandContext& ctx);

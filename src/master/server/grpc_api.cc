@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "master/core/admission/identity.h"
+#include "master/web/web_ui.h"
 #include "rpc/rpc.h"
 
 namespace herd::master {
@@ -151,6 +152,12 @@ grpc::Status HerdService::GetCell(grpc::ServerContext* ctx, const v1::GetCellReq
   if (!who.ok()) return rpc::ToGrpc(who.status());
   Barrier();
   grpc::Status st = Reply(core_->machines().GetCell(*who), out);
+  Describe(out);
+  Stamp(ctx, out->revision());
+  return st;
+}
+
+void HerdService::Describe(v1::CellInfo* out) const {
   const bool leading = core_->leading();
   out->set_leader(leading || forwarder_ == nullptr ? self_ : forwarder_->KnownLeader());
   out->set_store(store_);
@@ -158,8 +165,28 @@ grpc::Status HerdService::GetCell(grpc::ServerContext* ctx, const v1::GetCellReq
   out->set_role(leading ? "leader" : "follower");
   out->set_http(http_);
   out->set_dns(dns_);
-  Stamp(ctx, out->revision());
-  return st;
+}
+
+// Served by the master asked (its own key signs the link, and the link is
+// to its own --http address), never forwarded.
+grpc::Status HerdService::CreateWebLogin(grpc::ServerContext* ctx, const v1::CreateWebLoginRequest*,
+                                         v1::CreateWebLoginResponse* out) {
+  absl::StatusOr<Principal> who = Admit(ctx);
+  if (!who.ok()) return rpc::ToGrpc(who.status());
+  if (absl::Status st = core_->access().OpenWebUi(*who); !st.ok()) return rpc::ToGrpc(st);
+  if (web_ == nullptr || http_.empty()) {
+    return rpc::ToGrpc(absl::FailedPreconditionError(
+        absl::StrCat("master ", self_, " serves no web UI (start it with herd master --http HOST:PORT)")));
+  }
+  absl::StatusOr<pki::CertInfo> cert = rpc::Caller(ctx);
+  if (!cert.ok()) return rpc::ToGrpc(cert.status());
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  const std::string token = web_->sessions().MintLogin(*cert, std::string(rpc::ActingAs(ctx)), now_ms);
+  out->set_url(absl::StrCat("https://", http_, "/login?token=", token));
+  out->set_expires_ms(std::min(now_ms + web::WebSessions::kLoginValidMs, cert->not_after_s * 1000));
+  if (const auto& self = core_->options().credential) out->set_server_name(pki::ServerName(self->info.subject));
+  Stamp(ctx, core_->committer().revision());
+  return grpc::Status::OK;
 }
 grpc::Status HerdService::GrantAccess(grpc::ServerContext* ctx, const v1::GrantAccessRequest* req,
                                       v1::GrantAccessResponse* out) {

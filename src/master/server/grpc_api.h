@@ -20,6 +20,10 @@
 #include "master/history/history_db.h"
 #include "master/server/forwarder.h"
 
+namespace herd::master::web {
+class WebUi;
+}
+
 namespace herd::master {
 
 class HerdService final : public v1::Herd::Service {
@@ -52,6 +56,14 @@ class HerdService final : public v1::Herd::Service {
   // Where this master's DNS responder listens ("" if it has none), as
   // GetCell reports it; set before the server starts.
   void SetDns(std::string address) { dns_ = std::move(address); }
+  // The web UI whose login links CreateWebLogin hands out (null: this
+  // master serves none). Set before the server starts; must outlive it.
+  void SetWeb(web::WebUi* web) { web_ = web; }
+  // What only the server knows of the cell (leader, role, store, its
+  // addresses), as GetCell reports it.
+  void Describe(v1::CellInfo* out) const;
+  grpc::Status CreateWebLogin(grpc::ServerContext*, const v1::CreateWebLoginRequest*,
+                              v1::CreateWebLoginResponse*) override;
   grpc::Status Submit(grpc::ServerContext*, const v1::SubmitRequest*, v1::SubmitResponse*) override;
   grpc::Status Kill(grpc::ServerContext*, const v1::KillRequest*, v1::KillResponse*) override;
   grpc::Status Scale(grpc::ServerContext*, const v1::ScaleRequest*, v1::ScaleResponse*) override;
@@ -112,6 +124,7 @@ class HerdService final : public v1::Herd::Service {
   std::string self_;
   std::string store_;
   std::string dns_;
+  web::WebUi* web_ = nullptr;
 };
 
 // Polls agents over gRPC as the master (credential `self`), one cached

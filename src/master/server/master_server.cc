@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include <grpcpp/security/credentials.h>
@@ -23,6 +24,8 @@
 #include "master/history/recorder.h"
 #include "master/core/naming/names.h"
 #include "master/server/dns_server.h"
+#include "master/web/web_ui.h"
+#include "herd/v1/agent.grpc.pb.h"
 #include "metrics/server/metrics_server.h"
 #include "rpc/rpc.h"
 #include "master/core/recovery.h"
@@ -141,6 +144,7 @@ struct Api {
   std::unique_ptr<HerdService> service;
   std::unique_ptr<grpc::Server> server;
   std::string bound;
+  std::unique_ptr<web::WebUi> web;                 // with --metrics/--http; outlives the server below
   std::unique_ptr<metrics::MetricsServer> metrics;  // with --metrics
   std::unique_ptr<DnsServer> dns;                  // with --dns
 
@@ -151,12 +155,57 @@ struct Api {
   }
 };
 
+// The web UI's log tail: read from the task's agent as the master (which
+// needs no grant, but passes the user's), one channel per machine, kept.
+web::ReadLogsFn ReadLogsVia(const pki::Credential& self) {
+  struct Channels {
+    absl::Mutex mu;
+    std::map<std::string, std::shared_ptr<grpc::Channel>> by_address ABSL_GUARDED_BY(mu);
+  };
+  auto channels = std::make_shared<Channels>();
+  return [channels, self](const v1::GetTaskResponse& task, const v1::AccessGrant& grant, bool stderr,
+                          int64_t tail_bytes) -> absl::StatusOr<std::string> {
+    constexpr size_t kMaxChannels = 256;
+    std::shared_ptr<grpc::Channel> channel;
+    {
+      absl::MutexLock lock(&channels->mu);
+      auto& by = channels->by_address;
+      auto it = by.find(task.machine().address());
+      if (it == by.end()) {
+        if (by.size() >= kMaxChannels) by.erase(by.begin());
+        it = by.emplace(task.machine().address(),
+                        rpc::Channel(task.machine().address(), self, rpc::MachineIdentity(task.machine().name())))
+                 .first;
+      }
+      channel = it->second;
+    }
+    auto agent = v1::Agent::NewStub(channel);
+    v1::ReadLogsRequest req;
+    req.set_run_id(task.run_id());
+    req.set_stderr(stderr);
+    req.set_tail_bytes(tail_bytes);
+    *req.mutable_grant() = grant;
+    auto ctx = rpc::Context("", 5'000);
+    auto reader = agent->ReadLogs(ctx.get(), req);
+    std::string out;
+    v1::LogChunk chunk;
+    while (reader->Read(&chunk)) {
+      if (out.size() < static_cast<size_t>(tail_bytes)) out += chunk.data();
+    }
+    grpc::Status st = reader->Finish();
+    if (!st.ok()) return rpc::FromGrpc(st);
+    return out;
+  };
+}
+
 // --metrics: the registry over HTTPS. A scraper's certificate goes through
 // the master's Authorizer like any request (action read-metrics, revoked
 // users refused); the bearer token is the operator's own secret.
 absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const ServerOptions& options,
-                                                                     MasterCore* core) {
+                                                                     MasterCore* core, web::WebUi* web) {
   metrics::MetricsServerOptions mo;
+  mo.threads = 4;
+  mo.pages = [web](const metrics::HttpRequest& req) { return web->Handle(req); };
   mo.address = options.metrics;
   mo.identity = *options.core.credential;
   mo.token_file = options.metrics_token_file;
@@ -171,8 +220,8 @@ absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const Serve
   };
   auto server = metrics::MetricsServer::Start(std::move(mo), options.core.metrics);
   if (!server.ok()) return server.status();
-  HERD_LOG_INFO("metrics on https://{}/metrics (TLS server name {})", (*server)->address(),
-                (*server)->server_name());
+  HERD_LOG_INFO("web UI on https://{}/ and metrics on https://{}/metrics (TLS server name {})",
+                (*server)->address(), (*server)->address(), (*server)->server_name());
   return server;
 }
 
@@ -209,7 +258,17 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
     api.service->SetDns(api.dns->address());
   }
   if (!options.metrics.empty()) {
-    auto metrics = StartMetrics(options, core);
+    web::WebUiOptions wo;
+    wo.core = core;
+    wo.history = history->db.get();
+    wo.alerts = alerts;
+    wo.limiter = api.limiter.get();
+    wo.read_logs = ReadLogsVia(*options.core.credential);
+    HerdService* service = api.service.get();
+    wo.describe = [service](v1::CellInfo* info) { service->Describe(info); };
+    api.web = std::make_unique<web::WebUi>(std::move(wo));
+    api.service->SetWeb(api.web.get());
+    auto metrics = StartMetrics(options, core, api.web.get());
     if (!metrics.ok()) return metrics.status();
     api.metrics = std::move(*metrics);
     api.service->SetHttp(api.metrics->address());

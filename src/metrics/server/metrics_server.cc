@@ -61,6 +61,11 @@ bool SetUpTls(SSL_CTX& ctx, const pki::Credential& self) {
   sk_X509_NAME_push(names, X509_NAME_dup(X509_get_subject_name(ca.get())));
   SSL_CTX_set_client_CA_list(&ctx, names);
   SSL_CTX_set_verify(&ctx, SSL_VERIFY_PEER, nullptr);
+  // With client certificates asked for, OpenSSL refuses to resume a session
+  // (a browser's second connection) unless the context has an id: without
+  // one, every resumed handshake failed (ERR_SSL_PROTOCOL_ERROR in Chromium).
+  static constexpr unsigned char kSessionContext[] = "herd-https";
+  SSL_CTX_set_session_id_context(&ctx, kSessionContext, sizeof(kSessionContext) - 1);
   return true;
 }
 
@@ -95,7 +100,24 @@ bool TokenMatches(const httplib::Request& req, const std::string& token_digest) 
   return CRYPTO_memcmp(got.data(), token_digest.data(), got.size()) == 0;
 }
 
+// Headers on every answer: nothing cached (pages carry a user's view), the
+// page never framed, content only from this origin, no referrer leaked.
+void SecurityHeaders(httplib::Response& res) {
+  res.set_header("Cache-Control", "no-store");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("X-Frame-Options", "DENY");
+  res.set_header("Referrer-Policy", "no-referrer");
+  res.set_header("Content-Security-Policy",
+                 "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                 "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+}
+
 }  // namespace
+
+std::string HttpRequest::Param(const std::string& key) const {
+  auto it = params.find(key);
+  return it == params.end() ? "" : it->second;
+}
 
 std::string Scraper::ToString() const {
   if (cert) return pki::Describe(cert->subject);
@@ -195,6 +217,25 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServe
       return;
     }
     res.set_content(registry->Text(), Registry::kContentType);
+  });
+  HttpHandler pages = std::move(options.pages);
+  http->Get(".*", [pages, ca_pem](const httplib::Request& req, httplib::Response& res) {
+    SecurityHeaders(res);
+    if (!pages) {
+      res.status = 404;
+      res.set_content("not found\n", "text/plain");
+      return;
+    }
+    HttpRequest r;
+    r.path = req.path;
+    for (const auto& [k, v] : req.params) r.params.emplace(k, v);
+    r.cookie = req.get_header_value("Cookie");
+    r.cert = VerifiedPeer(req.ssl, ca_pem);
+    r.peer = absl::StrCat(req.remote_addr, ":", req.remote_port);
+    HttpReply reply = pages(r);
+    res.status = reply.status;
+    for (const auto& [k, v] : reply.headers) res.set_header(k, v);
+    res.set_content(std::move(reply.body), reply.content_type);
   });
   if (port == 0) {
     port = http->bind_to_any_port(host);

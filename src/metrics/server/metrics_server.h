@@ -12,15 +12,20 @@
 // The process decides what each may do (MetricsAuthorizer): the master asks
 // its Authorizer (action read-metrics), an agent its own rule.
 //
-// Requests: GET /metrics only; a body of at most kMaxBodyBytes; headers
-// within cpp-httplib's 8 KiB; a few threads, short read and write timeouts.
+// Requests: GET only; a body of at most kMaxBodyBytes; headers within
+// cpp-httplib's 8 KiB; a few threads, short read and write timeouts. Paths
+// other than /metrics go to MetricsServerOptions::pages when it is set (the
+// master's web UI), which authenticates them itself; otherwise 404.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -55,6 +60,25 @@ using MetricsAuthorizer = std::function<absl::Status(const Scraper&)>;
 // the master's rule checks revocation.)
 absl::Status AllowTokenMasterOrUser(const Scraper& who);
 
+// A GET for a path other than /metrics, as the connection proves it.
+struct HttpRequest {
+  std::string path;                          // "/job/alice/web", decoded
+  std::multimap<std::string, std::string> params;  // the query string, decoded
+  std::string cookie;                        // the Cookie header, raw
+  std::optional<pki::CertInfo> cert;         // a client certificate the handshake verified
+  std::string peer;                          // "IP:PORT"
+  std::string Param(const std::string& key) const;  // the first value, or ""
+};
+
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "text/html; charset=utf-8";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra ones (Set-Cookie, Location)
+};
+
+using HttpHandler = std::function<HttpReply(const HttpRequest&)>;
+
 struct MetricsServerOptions {
   std::string address;  // HOST:PORT; port 0 picks one
   // The server's credential: its certificate and key are presented, and
@@ -66,6 +90,9 @@ struct MetricsServerOptions {
   std::string token_file;
   MetricsAuthorizer authorize = AllowTokenMasterOrUser;
   int threads = 2;
+  // Every other GET (the master's web UI); nullptr answers 404. Replies
+  // get security headers (no caching, no framing, same-origin content only).
+  HttpHandler pages;
 };
 
 class MetricsServer {

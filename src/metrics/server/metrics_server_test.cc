@@ -3,6 +3,11 @@
 #include <sys/stat.h>
 
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -176,6 +181,54 @@ TEST(MetricsServer, BadAddressesAreRefused) {
     o.identity = p.master;
     EXPECT_EQ(MetricsServer::Start(o, &r).status().code(), absl::StatusCode::kInvalidArgument) << a;
   }
+}
+
+
+// One TLS handshake with `session` offered for resumption (null: a full
+// one); returns the session the server gave, and whether it resumed.
+SSL_SESSION* Handshake(const std::string& address, SSL_SESSION* session, bool* reused) {
+  const std::string host = address.substr(0, address.rfind(':'));
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    close(fd);
+    return nullptr;
+  }
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);  // the session is known right after the handshake
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  if (session != nullptr) SSL_set_session(ssl, session);
+  SSL_SESSION* out = nullptr;
+  if (SSL_connect(ssl) == 1) {
+    *reused = SSL_session_reused(ssl) == 1;
+    out = SSL_get1_session(ssl);
+  }
+  SSL_shutdown(ssl);
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  close(fd);
+  return out;
+}
+
+// A browser's second connection resumes the first one's TLS session. With
+// client certificates asked for, OpenSSL fails such a handshake unless the
+// server set a session id context: Chromium then failed every script the UI
+// loaded over a second connection (ERR_SSL_PROTOCOL_ERROR).
+TEST_F(MetricsServerTest, ASecondConnectionResumesTheSession) {
+  bool reused = false;
+  SSL_SESSION* first = Handshake(server_->address(), nullptr, &reused);
+  ASSERT_NE(first, nullptr);
+  EXPECT_FALSE(reused);
+  SSL_SESSION* second = Handshake(server_->address(), first, &reused);
+  ASSERT_NE(second, nullptr) << "the resumed handshake failed";
+  EXPECT_TRUE(reused);
+  SSL_SESSION_free(first);
+  SSL_SESSION_free(second);
 }
 
 }  // namespace

@@ -70,6 +70,8 @@ absl::string_view ActionName(Action a) {
       return "query-history";
     case Action::kListAlerts:
       return "list-alerts";
+    case Action::kOpenWebUi:
+      return "open-web-ui";
     case Action::kResolveName:
       return "resolve-name";
     case Action::kCount:
@@ -188,6 +190,7 @@ absl::Status CellPolicy::Authorize(const Principal& who, Action action, const Re
     case Action::kReadMetrics:
     case Action::kQueryHistory:
     case Action::kListAlerts:
+    case Action::kOpenWebUi:
     case Action::kResolveName:
       return absl::OkStatus();
     case Action::kSetQuota:

@@ -102,6 +102,7 @@ enum class Action {
   kQueryHistory,     // QueryHistory: read-only SQL on the history (env values are not in it)
   kListAlerts,       // ListAlerts: the cell's alarms
   kResolveName,      // Resolve, WatchNames: tasks' names, addresses, ports and health (on the job)
+  kOpenWebUi,        // CreateWebLogin: a link that logs a browser into the web UI as the caller
   kCount,
 };
 // "submit-job", "kill-job", ...: how messages and the audit log name it.

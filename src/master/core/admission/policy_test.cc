@@ -31,7 +31,7 @@ TEST_F(CellPolicyTest, UsersChangeOnlyTheirOwnJobs) {
 TEST_F(CellPolicyTest, EveryoneReadsStatusButNotSecretsLogsOrTheWholeCell) {
   Principal bob = Principal::User("bob");
   for (Action a : {Action::kReadJob, Action::kListJobs, Action::kListMachines, Action::kListQuotas, Action::kReadCell,
-                   Action::kReadMetrics, Action::kQueryHistory, Action::kListAlerts,
+                   Action::kReadMetrics, Action::kQueryHistory, Action::kListAlerts, Action::kOpenWebUi,
                    Action::kResolveName}) {
     EXPECT_TRUE(Allowed(bob, a, Job("alice"))) << ActionName(a);
   }

@@ -118,4 +118,8 @@ absl::Status AccessApi::ListAlerts(const Principal& who) {
   return ctx_.Authorize(who, Action::kListAlerts, Resource{});
 }
 
+absl::Status AccessApi::OpenWebUi(const Principal& who) {
+  return ctx_.Authorize(who, Action::kOpenWebUi, Resource{});
+}
+
 }  // namespace herd::master

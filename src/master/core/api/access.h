@@ -43,6 +43,9 @@ class AccessApi {
   absl::Status QueryHistory(const Principal& who);
   // kListAlerts on the cell: may `who` list the alarms (herd alerts).
   absl::Status ListAlerts(const Principal& who);
+  // kOpenWebUi on the cell: may `who` have a login link for the web UI (herd
+  // ui). Each page then asks for what it shows, as the gRPC reads do.
+  absl::Status OpenWebUi(const Principal& who);
 
  private:
   const ApiContext& ctx_;

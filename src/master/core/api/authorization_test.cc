@@ -220,6 +220,7 @@ class AuthorizationTest : public ::testing::Test {
     // The gRPC handler asks this before it reads the history.
     c["QueryHistory"] = [=, this] { return core_->access().QueryHistory(bob); };
     c["ListAlerts"] = [=, this] { return core_->access().ListAlerts(bob); };
+    c["CreateWebLogin"] = [=, this] { return core_->access().OpenWebUi(bob); };
     return c;
   }
 
@@ -253,6 +254,7 @@ class AuthorizationTest : public ::testing::Test {
         {"UpdateUser", {Action::kManageUsers, {"", "carol", ""}}},
         {"QueryHistory", {Action::kQueryHistory, {}}},
         {"ListAlerts", {Action::kListAlerts, {}}},
+        {"CreateWebLogin", {Action::kOpenWebUi, {}}},
         {"Resolve", {Action::kResolveName, web}},
         {"WatchNames", {Action::kResolveName, web}},
     };
