@@ -103,6 +103,8 @@ absl::StatusOr<Rules> ParseRules(const std::string& text, const std::string& fil
       st = flag(&rules.oom);
     } else if (key == "machine_down") {
       st = flag(&rules.machine_down);
+    } else if (key == "rollout_failed") {
+      st = flag(&rules.rollout_failed);
     } else if (key == "pending") {
       absl::StatusOr<int64_t> ms = DurationOrOff(file, v, key);
       if (!ms.ok()) return ms.status();
@@ -167,7 +169,7 @@ absl::StatusOr<Rules> ParseRules(const std::string& text, const std::string& fil
       }
     } else {
       return At(file, kv.first, key,
-                "unknown key (crash_loop, oom, machine_down, pending, evictions, quota, quiet, sinks)");
+                "unknown key (crash_loop, oom, machine_down, rollout_failed, pending, evictions, quota, quiet, sinks)");
     }
     if (!st.ok()) return st;
   }
@@ -438,6 +440,16 @@ void AlertManager::Scan(const cell::CellState& state) {
       }
     }
   }
+  if (rules_.rollout_failed) {
+    for (const auto& [id, job] : state.jobs()) {
+      const v1::Rollout& r = job->rollout;
+      if (r.state() != v1::Rollout::FAILED) continue;
+      matched[{"rollout_failed", id}] =
+          absl::StrCat("the update of ", id, " to version ", r.version(), " failed",
+                       r.message().empty() ? "" : ": ", r.message(), " (herd history ", id, "; herd rollback ", id,
+                       " or herd resume ", id, ")");
+    }
+  }
   if (rules_.machine_down) {
     for (const cell::Machine* m : state.machines()) {
       if (m->state() == v1::Machine::DOWN) matched[{"machine_down", m->name()}] = absl::StrCat("machine ", m->name(), " is down");
@@ -476,7 +488,8 @@ void AlertManager::Scan(const cell::CellState& state) {
   std::vector<Key> resolve;
   for (const auto& [key, a] : alerts_) {
     if (!a.firing()) continue;
-    const bool state_rule = key.first == "pending" || key.first == "quota" || key.first == "machine_down";
+    const bool state_rule = key.first == "pending" || key.first == "quota" || key.first == "machine_down" ||
+                            key.first == "rollout_failed";
     if (state_rule ? !matched.contains(key) : a.last_ms() < now - rules_.quiet_ms) resolve.push_back(key);
   }
   for (const Key& k : resolve) Resolve(k, now);

@@ -6,7 +6,7 @@
 // loop (the agent gave up restarting it there), a task OOM-killed, a
 // machine marked down, evictions and preemptions above a rate. Rules on
 // state, checked every few seconds: tasks pending longer than a limit, a
-// user's usage near a quota. An alarm fires once per (rule, subject) and
+// user's usage near a quota, a job's rolling update failed. An alarm fires once per (rule, subject) and
 // stays firing while its condition holds; an event's alarm resolves after
 // a quiet period without another. Each firing and each resolution is one
 // notification to every sink, sent from a thread of its own so that a slow
@@ -39,6 +39,7 @@ struct Rules {
   bool crash_loop = true;
   bool oom = true;
   bool machine_down = true;
+  bool rollout_failed = true;  // a job's rolling update stopped (failed, not rolled back yet or not by itself)
   int64_t pending_ms = 10 * 60'000;  // a task pending longer than this (0: off)
   int32_t evictions = 10;            // more than this many in evictions_window_ms (0: off)
   int64_t evictions_window_ms = 10 * 60'000;

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "cell/job_update.h"
 #include "master/core/committer.h"
 #include "store/log_store.h"
 #include "testing/builders.h"
@@ -195,6 +196,62 @@ TEST(AlertManager, StateRulesFollowTheCell) {
   apply(Kill("alice/web"));
   am.Scan(s);
   EXPECT_EQ(am.List(false).alerts_size(), 0) << am.List(false).DebugString();
+}
+
+TEST(AlertManager, AFailedRolloutFiresUntilItIsResumedOrRolledBack) {
+  ManualClock clock;
+  AlertManager am(Rules{}, "local", &clock);
+  cell::CellState s;
+  auto apply = [&](v1::Mutation m) {
+    m.set_revision(s.revision() + 1);
+    m.set_time_ms(clock.NowMs());
+    absl::Status st = s.Apply(m);
+    ASSERT_TRUE(st.ok()) << st << m.ShortDebugString();
+    am.Observe(m);
+  };
+  apply(Register(MachineBuilder("m1").Cpu(4000).Memory(1ll << 30).Address("m1:1").Build()));
+  v1::JobSpec spec = JobBuilder("web").Priority(200).Tasks(1).Cpu(100).Memory(1 << 20).Build();
+  spec.mutable_update()->set_max_unavailable(1);
+  apply(Submit(spec));
+  apply(Schedule("alice/web", 0, "m1"));
+  v1::JobSpec next = spec;
+  (*next.mutable_task()->mutable_env())["VERSION"] = "2";
+  const cell::Job* job = s.FindJob("alice/web");
+  apply(cell::PlanUpdate(*job, next, cell::DiffJob(s, job, next), "updated by alice", &next.update()));
+  am.Scan(s);
+  EXPECT_EQ(Find(am.List(false), "rollout_failed", "alice/web"), nullptr) << "rolling is not failing";
+
+  auto rollout = [&](v1::Rollout::State state, const std::string& why) {
+    v1::Mutation m;
+    m.mutable_rollout_changed()->set_job("alice/web");
+    m.mutable_rollout_changed()->set_version(2);
+    m.mutable_rollout_changed()->set_state(state);
+    m.mutable_rollout_changed()->set_message(why);
+    apply(m);
+  };
+  rollout(v1::Rollout::FAILED, "task 0 of version 2 failed: exited 1");
+  am.Scan(s);
+  const v1::ListAlertsResponse listed = am.List(false);
+  const v1::Alert* a = Find(listed, "rollout_failed", "alice/web");
+  ASSERT_NE(a, nullptr) << listed.DebugString();
+  EXPECT_TRUE(absl::StrContains(a->message(), "the update of alice/web to version 2 failed: task 0 of version 2"))
+      << a->message();
+  am.Scan(s);
+  EXPECT_EQ(Find(am.List(false), "rollout_failed", "alice/web")->count(), 1);
+  // herd resume: rolling again, the alarm resolves.
+  rollout(v1::Rollout::ROLLING, "resumed by alice");
+  am.Scan(s);
+  EXPECT_EQ(Find(am.List(false), "rollout_failed", "alice/web"), nullptr);
+
+  Rules off;
+  off.rollout_failed = false;
+  AlertManager quiet(off, "local", &clock);
+  rollout(v1::Rollout::FAILED, "again");
+  quiet.Scan(s);
+  EXPECT_EQ(Find(quiet.List(false), "rollout_failed", "alice/web"), nullptr);
+  auto parsed = ParseRules("rollout_failed: false\n", "a.yaml");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(parsed->rollout_failed);
 }
 
 TEST(AlertManager, NotifiesTheSinksOfFiringAndResolvingFromTheFeed) {
