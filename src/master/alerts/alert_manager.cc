@@ -315,9 +315,15 @@ void AlertManager::Stop() {
   if (sender_.joinable()) sender_.join();
 }
 
+namespace {
+// Rules whose subject is a task ("alice/web/3").
+bool IsTaskRule(absl::string_view rule) { return rule == "crash_loop" || rule == "oom"; }
+}  // namespace
+
 void AlertManager::Notify(const v1::Alert& a, const char* status) {
   if (sinks_.empty()) return;
-  if (queue_.size() >= kMaxQueued) {
+  const bool task_rule = IsTaskRule(a.rule());
+  if (queue_.size() >= (task_rule ? kMaxQueuedForTasks : kMaxQueued)) {
     ++dropped_;
     return;
   }
@@ -335,6 +341,37 @@ void AlertManager::Fire(const std::string& rule, const std::string& subject, con
   const std::string message = full_message.size() > kMaxMessageBytes
                                   ? absl::StrCat(full_message.substr(0, kMaxMessageBytes), "...")
                                   : full_message;
+  if (IsTaskRule(rule) && !alerts_.contains({rule, subject})) {
+    // Past kMaxTaskAlarmsPerJob of one job's tasks, the job's own alarm
+    // counts the rest.
+    const std::string job = subject.substr(0, subject.rfind('/'));
+    const std::string prefix = job + "/";
+    size_t firing = 0;
+    for (auto it = alerts_.lower_bound({rule, prefix});
+         it != alerts_.end() && it->first.first == rule && absl::StartsWith(it->first.second, prefix); ++it) {
+      if (it->second.firing() && ++firing >= kMaxTaskAlarmsPerJob) break;
+    }
+    if (firing >= kMaxTaskAlarmsPerJob) {
+      v1::Alert& j = alerts_[{rule, job}];
+      const bool was_firing = j.firing();
+      j.set_rule(rule);
+      j.set_subject(job);
+      j.set_message(absl::StrCat("more than ", kMaxTaskAlarmsPerJob, " tasks of ", job, " (", rule,
+                                 "); the latest: ", message));
+      j.set_last_ms(now);
+      if (was_firing) {
+        j.set_count(j.count() + 1);
+        return;
+      }
+      j.set_firing(true);
+      j.set_first_ms(now);
+      j.set_resolved_ms(0);
+      j.set_count(1);
+      HERD_LOG_WARN("alert {} {}: {}", rule, job, j.message());
+      Notify(j, "firing");
+      return;
+    }
+  }
   v1::Alert& a = alerts_[{rule, subject}];
   a.set_last_ms(now);
   if (a.firing()) {
@@ -500,16 +537,13 @@ void AlertManager::Trim(int64_t now) {
   for (auto it = alerts_.begin(); it != alerts_.end();) {
     it = !it->second.firing() && it->second.resolved_ms() < now - kDayMs ? alerts_.erase(it) : std::next(it);
   }
-  while (alerts_.size() > kMaxAlerts) {
+  if (alerts_.size() > kMaxAlerts) {
     // The oldest resolved first; firing ones only if nothing else is left.
-    auto oldest = alerts_.end();
-    for (auto it = alerts_.begin(); it != alerts_.end(); ++it) {
-      if (oldest == alerts_.end() || (!it->second.firing() && (oldest->second.firing() ||
-                                                                it->second.last_ms() < oldest->second.last_ms()))) {
-        oldest = it;
-      }
-    }
-    alerts_.erase(oldest);
+    std::vector<std::tuple<bool, int64_t, Key>> order;
+    order.reserve(alerts_.size());
+    for (const auto& [key, a] : alerts_) order.emplace_back(a.firing(), a.last_ms(), key);
+    std::sort(order.begin(), order.end());
+    for (size_t i = 0; alerts_.size() > kMaxAlerts && i < order.size(); ++i) alerts_.erase(std::get<2>(order[i]));
   }
   for (auto it = ooms_.begin(); ooms_.size() > kMaxAlerts && it != ooms_.end();) it = ooms_.erase(it);
 }

@@ -89,6 +89,12 @@ class AlertManager {
   static constexpr size_t kMaxQueued = 1000;   // notifications waiting for the sinks
   static constexpr size_t kMaxAlerts = 10'000;  // kept, firing or resolved
   static constexpr size_t kMaxMessageBytes = 1024;
+  // A job's tasks firing one rule (crash_loop, oom) beyond this many fold
+  // into one alarm on the job, so one big failing job cannot crowd out
+  // every other alarm; and task alarms may fill only this share of the
+  // sinks' queue, keeping room for the cell's (machine_down, evictions...).
+  static constexpr size_t kMaxTaskAlarmsPerJob = 100;
+  static constexpr size_t kMaxQueuedForTasks = kMaxQueued * 3 / 4;
 
  private:
   using Key = std::pair<std::string, std::string>;  // (rule, subject)

@@ -150,6 +150,41 @@ TEST(AlertManager, EventRulesFireOnceCountAndResolveWhenQuiet) {
   EXPECT_EQ(am.List(true).alerts_size(), 0);
 }
 
+// A job whose tasks all fail cannot crowd out the cell's other alarms: past
+// 100 of its tasks one alarm on the job counts the rest, and task alarms
+// leave a quarter of the sinks' queue to the cell's rules.
+TEST(AlertManager, ABigFailingJobFoldsIntoOneAlarmAndLeavesRoomForOthers) {
+  ManualClock clock;
+  AlertManager am(Rules{}, "local", &clock);
+  RecordingSink::Log log;
+  am.AddSink(std::make_unique<RecordingSink>(&log));  // not started: the queue only fills
+  const int64_t t = clock.NowMs();
+  for (int job = 0; job < 20; ++job) {
+    for (int i = 0; i < 150; ++i) {
+      v1::Mutation oom = Observed(Ref(absl::StrCat("mallory/j", job), i, 1), v1::Task::BACKOFF);
+      oom.mutable_task_observed()->set_oom_killed(true);
+      am.Observe(At(oom, t));
+    }
+  }
+  v1::ListAlertsResponse r = am.List(false);
+  int task_alarms = 0;
+  for (const v1::Alert& a : r.alerts()) task_alarms += a.subject().rfind('/') > a.subject().find('/') ? 1 : 0;
+  EXPECT_EQ(task_alarms, 20 * 100);
+  const v1::Alert* job = Find(r, "oom", "mallory/j7");
+  ASSERT_NE(job, nullptr);
+  EXPECT_EQ(job->count(), 50);
+  EXPECT_TRUE(absl::StartsWith(job->message(), "more than 100 tasks of mallory/j7 (oom); the latest: task mallory/j7/149"))
+      << job->message();
+  // 20 x 101 notifications for 750 places: the rest dropped.
+  const int64_t dropped = r.dropped_notifications();
+  EXPECT_EQ(dropped, 20 * 101 - static_cast<int64_t>(AlertManager::kMaxQueuedForTasks));
+  // A machine going down is still queued for the sinks.
+  am.Observe(At(Down("m1", "missed 3 polls"), t + 1));
+  r = am.List(false);
+  EXPECT_NE(Find(r, "machine_down", "m1"), nullptr);
+  EXPECT_EQ(r.dropped_notifications(), dropped);
+}
+
 TEST(AlertManager, StateRulesFollowTheCell) {
   ManualClock clock;
   Rules rules;
