@@ -2,6 +2,7 @@
 // and the usage its real agents report into its SQLite history; `herd
 // query` reads it with SQL (read-only, secrets hidden, any user), and it
 // survives the master being killed without recording anything twice.
+#include <thread>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -175,6 +176,33 @@ TEST_F(HistoryTest, AKilledMasterRecordsWhatItMissedOnceAndKeepsTheRest) {
   EXPECT_EQ(Number("SELECT count(*) FROM (SELECT revision, task_index, event FROM task_events "
                    "GROUP BY revision, job, task_index, event HAVING count(*) > 1)"),
             0);
+}
+
+// One user cannot hold every history slot: with two of alice's statements
+// running (each stopped by the 10 s limit), a third of hers is refused, and
+// bob's runs.
+TEST_F(HistoryTest, OneUserHoldsAtMostTwoQuerySlots) {
+  const std::string slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+  std::vector<RunResult> slow_results(2);
+  std::vector<std::thread> slow_queries;
+  for (int i = 0; i < 2; ++i) {
+    slow_queries.emplace_back([&, i] { slow_results[i] = cell_.HerdAs("alice", {"query", slow}); });
+  }
+  RunResult third;
+  const bool refused = Eventually(
+      [&] {
+        third = cell_.HerdAs("alice", {"query", "SELECT 1"});
+        return third.exit_code != 0;
+      },
+      8s);
+  RunResult bob = cell_.HerdAs("bob", {"query", "SELECT 1"});
+  for (std::thread& t : slow_queries) t.join();
+  ASSERT_TRUE(refused) << "a third query of alice's ran while two were running";
+  EXPECT_TRUE(absl::StrContains(third.err, "alice has 2 queries running already")) << third.err;
+  EXPECT_EQ(bob.exit_code, 0) << bob.err;
+  for (const RunResult& r : slow_results) {
+    EXPECT_NE(r.exit_code, 0) << "the endless statement should have been stopped";
+  }
 }
 
 TEST_F(HistoryTest, AMasterWithoutHistorySaysSo) {

@@ -213,6 +213,7 @@ grpc::Status HerdService::Resolve(grpc::ServerContext* ctx, const v1::ResolveReq
 grpc::Status HerdService::QueryHistory(grpc::ServerContext* ctx, const v1::QueryHistoryRequest* req,
                                        v1::QueryHistoryResponse* out) {
   constexpr int kMaxConcurrent = 4;
+  constexpr int kMaxConcurrentPerUser = 2;
   constexpr int32_t kMaxRows = 100'000;
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
@@ -233,16 +234,29 @@ grpc::Status HerdService::QueryHistory(grpc::ServerContext* ctx, const v1::Query
     return rpc::ToGrpc(
         absl::InvalidArgumentError(absl::StrCat("max_rows: ", req->max_rows(), " is not within 0..", kMaxRows)));
   }
-  if (queries_running_.fetch_add(1) >= kMaxConcurrent) {
-    queries_running_.fetch_sub(1);
-    return rpc::ToGrpc(absl::ResourceExhaustedError(
-        absl::StrCat("history: ", kMaxConcurrent, " queries are running already; try again shortly")));
+  const std::string user = who->acting_user.empty() ? who->name : who->acting_user;
+  {
+    absl::MutexLock l(&queries_mu_);
+    if (queries_running_ >= kMaxConcurrent) {
+      return rpc::ToGrpc(absl::ResourceExhaustedError(
+          absl::StrCat("history: ", kMaxConcurrent, " queries are running already; try again shortly")));
+    }
+    if (queries_by_user_[user] >= kMaxConcurrentPerUser) {
+      return rpc::ToGrpc(absl::ResourceExhaustedError(absl::StrCat(
+          "history: ", user, " has ", kMaxConcurrentPerUser, " queries running already; wait for one to end")));
+    }
+    ++queries_running_;
+    ++queries_by_user_[user];
   }
   history::QueryLimits limits;
   if (req->max_rows() > 0) limits.max_rows = req->max_rows();
   limits.timeout = std::min(limits.timeout, absl::FromChrono(ctx->deadline()) - absl::Now());
   grpc::Status st = Reply(history_->Query(req->sql(), limits), out);
-  queries_running_.fetch_sub(1);
+  {
+    absl::MutexLock l(&queries_mu_);
+    --queries_running_;
+    if (--queries_by_user_[user] == 0) queries_by_user_.erase(user);
+  }
   Stamp(ctx, core_->committer().revision());
   return st;
 }

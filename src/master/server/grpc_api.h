@@ -5,6 +5,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <map>
+
+#include "absl/synchronization/mutex.h"
 #include <set>
 #include <memory>
 #include <mutex>
@@ -119,7 +121,11 @@ class HerdService final : public v1::Herd::Service {
   history::HistoryDb* history_ = nullptr;
   std::string http_;
   alerts::AlertManager* alerts_ = nullptr;
-  std::atomic<int> queries_running_{0};
+  // History queries running: in all, and by user (one user may not hold
+  // every slot).
+  absl::Mutex queries_mu_;
+  int queries_running_ ABSL_GUARDED_BY(queries_mu_) = 0;
+  std::map<std::string, int> queries_by_user_ ABSL_GUARDED_BY(queries_mu_);
   std::function<void()> read_barrier_;
   std::string self_;
   std::string store_;
