@@ -13,6 +13,7 @@
 #include <cstring>
 #include <list>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -109,6 +110,45 @@ struct Connection {
 
 }  // namespace
 
+namespace {
+
+// A UDP source for the limiter: an IPv4 address, or an IPv6 /64.
+std::string SourceKey(const sockaddr_storage& from) {
+  if (from.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&from);
+    return std::string(reinterpret_cast<const char*>(&a->sin_addr), 4);
+  }
+  if (from.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&from);
+    return std::string(reinterpret_cast<const char*>(&a->sin6_addr), 8);
+  }
+  return "";
+}
+
+}  // namespace
+
+bool SourceLimiter::Allow(const std::string& source, double now_ms) {
+  if (rate_ <= 0) return true;
+  auto it = buckets_.find(source);
+  if (it == buckets_.end()) {
+    if (buckets_.size() >= kMaxSources) Prune(now_ms);
+    it = buckets_.emplace(source, Bucket{burst_, now_ms}).first;
+  }
+  Bucket& b = it->second;
+  b.tokens = std::min(burst_, b.tokens + std::max(0.0, now_ms - b.last_ms) * rate_ / 1000.0);
+  b.last_ms = now_ms;
+  if (b.tokens < 1) return false;
+  b.tokens -= 1;
+  return true;
+}
+
+void SourceLimiter::Prune(double now_ms) {
+  // A bucket idle long enough to be full again holds nothing worth keeping.
+  const double refill_ms = burst_ * 1000.0 / rate_;
+  std::erase_if(buckets_, [&](const auto& kv) { return now_ms - kv.second.last_ms >= refill_ms; });
+  if (buckets_.size() >= kMaxSources) buckets_.clear();
+}
+
 struct DnsServer::Impl {
   DnsServerOptions options;
   AnswerFn answer;
@@ -129,6 +169,7 @@ struct DnsServer::Impl {
 
   void ServeUdp() {
     std::vector<char> buf(dns::kTcpPayload);
+    SourceLimiter limiter(options.udp_per_source_per_second);
     while (true) {
       pollfd fds[2] = {{udp, POLLIN, 0}, {wake[0], POLLIN, 0}};
       if (poll(fds, 2, -1) < 0 && errno != EINTR) return;
@@ -137,7 +178,7 @@ struct DnsServer::Impl {
       sockaddr_storage from{};
       socklen_t len = sizeof from;
       ssize_t n = recvfrom(udp, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
-      if (n <= 0) continue;
+      if (n <= 0 || !limiter.Allow(SourceKey(from), static_cast<double>(SteadyMs()))) continue;
       std::string reply = dns::Respond(absl::string_view(buf.data(), n), false, answer);
       if (!reply.empty()) sendto(udp, reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
     }

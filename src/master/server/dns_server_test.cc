@@ -128,3 +128,36 @@ TEST_F(DnsServerTest, TcpAnswersPipelinedQueriesInOrderAndBoundsConnections) {
 
 }  // namespace
 }  // namespace herd::master
+
+namespace herd::master {
+namespace {
+
+TEST(SourceLimiter, EachSourceGetsItsRateAndBurst) {
+  SourceLimiter limiter(5);  // 5 a second, bursts of 10
+  int allowed = 0;
+  for (int i = 0; i < 40; ++i) allowed += limiter.Allow("a", 1000) ? 1 : 0;
+  EXPECT_EQ(allowed, 10);
+  // Another source is not held back by the first.
+  EXPECT_TRUE(limiter.Allow("b", 1000));
+  // 200 ms later: one more for "a".
+  EXPECT_TRUE(limiter.Allow("a", 1200));
+  EXPECT_FALSE(limiter.Allow("a", 1200));
+  // A second later, five more.
+  allowed = 0;
+  for (int i = 0; i < 10; ++i) allowed += limiter.Allow("a", 2200) ? 1 : 0;
+  EXPECT_EQ(allowed, 5);
+  SourceLimiter off(0);
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(off.Allow("a", 0));
+}
+
+TEST(SourceLimiter, ForgedSourcesCannotGrowItsMemory) {
+  SourceLimiter limiter(5);
+  for (size_t i = 0; i < SourceLimiter::kMaxSources + 100; ++i) {
+    limiter.Allow(std::to_string(i), 1000);  // all busy at once: the table starts over when full
+  }
+  EXPECT_LE(limiter.tracked(), SourceLimiter::kMaxSources);
+  EXPECT_GT(limiter.tracked(), 0u);
+}
+
+}  // namespace
+}  // namespace herd::master

@@ -255,6 +255,7 @@ dns::Response AnswerDns(const cell::CellState& s, const dns::Question& q, absl::
     }
     const std::string job_dns = JobDnsName(cell, job->id, zone);
     for (const cell::Task& t : job->tasks) {
+      if (r.answer.size() >= kMaxDnsAnswers) break;
       if (!Ready(t) || t.agent_info() == nullptr) continue;
       auto it = t.agent_info()->ports.find(port);
       if (it == t.agent_info()->ports.end() || it->second <= 0 || it->second > 0xFFFF) continue;
@@ -300,6 +301,7 @@ dns::Response AnswerDns(const cell::CellState& s, const dns::Question& q, absl::
       // into one RRset with addresses, so they are left out here.
       std::set<std::string> seen;
       for (const cell::Task& task : t.job->tasks) {
+        if (r.answer.size() >= kMaxDnsAnswers) break;
         if (!Ready(task)) continue;
         std::vector<dns::Record> recs;
         AddressRecords(task, q.name, type, &recs);

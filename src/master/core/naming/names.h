@@ -21,6 +21,10 @@ namespace herd::master {
 
 inline constexpr size_t kMaxNameLength = 253;  // a name asked of Resolve or WatchNames
 inline constexpr int kMaxNameRecords = 10'000;  // records in one answer (a job's tasks)
+// Records in one DNS answer section: more would not fit in a TCP message
+// (65,535 bytes) anyway, so a big job's answer stops here instead of being
+// built whole (under the state's read lock) and then cut.
+inline constexpr size_t kMaxDnsAnswers = 1'000;
 inline constexpr uint32_t kDnsTtl = 5;         // seconds: tasks move, so resolvers must ask again soon
 
 // What a name refers to: one task of a job, or all of them.

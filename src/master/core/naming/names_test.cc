@@ -141,6 +141,28 @@ TEST_F(NamesTest, DnsAnswersTasksJobsAndNamedPorts) {
   EXPECT_EQ(cname.answer[0].rdata, dns::RdataName("node3.example.com"));
 }
 
+// A big job's answer stops at kMaxDnsAnswers records instead of being built
+// whole and cut by the wire.
+TEST_F(NamesTest, ABigJobsAnswerIsBounded) {
+  const int n = static_cast<int>(kMaxDnsAnswers) + 200;
+  for (int i = 0; i < n; ++i) {
+    Apply(testing::Register(
+        MachineBuilder("b" + std::to_string(i)).Address("10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250) + ":7071").Build()));
+  }
+  v1::JobSpec big = JobBuilder("big").Tasks(n).Build();
+  big.mutable_task()->add_port_names("http");
+  big.mutable_task()->mutable_resources()->set_ports(1);
+  Apply(testing::Submit(big));
+  for (int i = 0; i < n; ++i) {
+    Apply(testing::Schedule("alice/big", i, "b" + std::to_string(i)));
+    Report("alice/big", i, 30000 + i, "");
+  }
+  EXPECT_EQ(Ask("big.alice.local.herd", dns::kTypeA).answer.size(), kMaxDnsAnswers);
+  dns::Response srv = Ask("_http._tcp.big.alice.local.herd", dns::kTypeSrv);
+  EXPECT_EQ(srv.answer.size(), kMaxDnsAnswers);
+  EXPECT_EQ(srv.additional.size(), kMaxDnsAnswers);
+}
+
 TEST_F(NamesTest, DnsSaysWhatDoesNotExistAndRefusesOtherZones) {
   for (const char* name : {"nope.alice.local.herd", "7.web.alice.local.herd", "web.alice.other.herd",
                            "_ftp._tcp.web.alice.local.herd", "x.y.z.local.herd"}) {
