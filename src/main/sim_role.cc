@@ -300,6 +300,7 @@ void AddEvict(CLI::App* sim, int& rc) {
   auto src = std::make_shared<SourceFlags>();
   auto drain = std::make_shared<std::string>();
   auto add = std::make_shared<std::vector<std::string>>();
+  auto update = std::make_shared<std::vector<std::string>>();
   auto change = std::make_shared<sim::Change>();
   auto prio = std::make_shared<int32_t>(120);
   auto json = std::make_shared<bool>(false);
@@ -308,9 +309,12 @@ void AddEvict(CLI::App* sim, int& rc) {
   cmd->add_option("--remove", change->remove_random, "Take out this many random machines");
   cmd->add_option("--seed", change->seed, "Seed for --remove")->capture_default_str();
   cmd->add_option("--add", *add, "Job spec files to submit");
+  cmd->add_option("--update", *update,
+                  "New specs of live jobs (user: as in the cell), applied as the master applies an update, all at "
+                  "once (what a rolling update ends in)");
   cmd->add_option("--priority", *prio, "Report victims at or above this priority")->capture_default_str();
   cmd->add_flag("--json", *json, "Print JSON");
-  cmd->callback([&rc, src, drain, add, change, prio, json] {
+  cmd->callback([&rc, src, drain, add, update, change, prio, json] {
     for (absl::string_view m : absl::StrSplit(*drain, ',', absl::SkipEmpty())) change->drain.emplace_back(m);
     for (const std::string& f : *add) {
       auto j = OneJob(f);
@@ -320,8 +324,16 @@ void AddEvict(CLI::App* sim, int& rc) {
       }
       change->add.push_back(*j);
     }
-    if (change->drain.empty() && change->remove_random <= 0 && change->add.empty()) {
-      rc = Fail(absl::InvalidArgumentError("say what changes: --drain, --remove or --add"));
+    for (const std::string& f : *update) {
+      auto j = OneJob(f);
+      if (!j.ok()) {
+        rc = Fail(j.status());
+        return;
+      }
+      change->update.push_back(*j);
+    }
+    if (change->drain.empty() && change->remove_random <= 0 && change->add.empty() && change->update.empty()) {
+      rc = Fail(absl::InvalidArgumentError("say what changes: --drain, --remove, --add or --update"));
       return;
     }
     auto state = StateOf(*src, sched::Options());
@@ -341,8 +353,9 @@ void AddEvict(CLI::App* sim, int& rc) {
     if (*json) {
       std::printf("%s\n", t.ToJson().c_str());
     } else {
-      std::printf("taking out %zu machine(s)%s; %lld task(s) at priority >= %d ran before\n", a->removed.size(),
-                  change->add.empty() ? "" : absl::StrCat(" and adding ", change->add.size(), " job(s)").c_str(),
+      std::printf("taking out %zu machine(s)%s%s; %lld task(s) at priority >= %d ran before\n", a->removed.size(),
+                  change->add.empty() ? "" : absl::StrCat(", adding ", change->add.size(), " job(s)").c_str(),
+                  change->update.empty() ? "" : absl::StrCat(", updating ", change->update.size(), " job(s)").c_str(),
                   static_cast<long long>(a->running_before), *prio);
       if (a->victims.empty()) {
         std::printf("no: no task at priority >= %d would be disturbed\n", *prio);
@@ -353,6 +366,12 @@ void AddEvict(CLI::App* sim, int& rc) {
       if (!change->add.empty()) {
         std::printf("the added jobs: %lld task(s) placed, %lld pending\n", static_cast<long long>(a->added_placed),
                     static_cast<long long>(a->added_pending));
+      }
+      if (!change->update.empty()) {
+        std::printf("the updated jobs: %d task(s) restart in place, %d move, %d added, %d removed; then %lld "
+                    "running, %lld pending\n",
+                    a->updated_restart, a->updated_reschedule, a->updated_added, a->updated_removed,
+                    static_cast<long long>(a->updated_running), static_cast<long long>(a->updated_pending));
       }
     }
     std::printf("RESULT disturbed=%zu\nRESULT left_pending=%lld\n", a->victims.size(), static_cast<long long>(pending));

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "cell/job_update.h"
 #include "base/ids.h"
 #include "base/rng.h"
 #include "base/status.h"
@@ -107,7 +109,10 @@ absl::StatusOr<EvictAnswer> WouldEvict(const cell::CellState& state, const Chang
     int32_t priority;
   };
   std::vector<Before> before;
+  std::set<std::string> updated;
+  for (const v1::JobSpec& u : change.update) updated.insert(JobId(u.user(), u.name()));
   for (const auto& [id, j] : s.jobs()) {
+    if (updated.contains(id)) continue;
     for (const cell::Task& t : j->tasks) {
       if (t.state() == v1::Task::RUNNING && t.priority() >= min_priority) {
         before.push_back({id, t.index(), t.incarnation(), t.machine()->name(), t.priority()});
@@ -142,6 +147,20 @@ absl::StatusOr<EvictAnswer> WouldEvict(const cell::CellState& state, const Chang
     for (const auto& j : change.add) *m.mutable_jobs_submitted()->add_jobs() = j;
     HERD_RETURN_IF_ERROR(Apply(s, m));
   }
+  for (const v1::JobSpec& next : change.update) {
+    const std::string id = JobId(next.user(), next.name());
+    const cell::Job* job = s.FindJob(id);
+    if (job == nullptr || job->state == v1::Job::DEAD) {
+      return absl::NotFoundError(absl::StrCat("no live job ", id, " to update (a new job is --add)"));
+    }
+    const v1::JobDiff diff = cell::DiffJob(s, job, next);
+    a.updated_restart += diff.restart();
+    a.updated_reschedule += diff.reschedule();
+    a.updated_added += diff.added();
+    a.updated_removed += diff.removed();
+    if (diff.to_version() == diff.from_version()) continue;  // the same spec: nothing to do
+    HERD_RETURN_IF_ERROR(Apply(s, cell::PlanUpdate(*job, next, diff, "updated (simulated)", nullptr)));
+  }
   sched::Options o = options;
   o.preemption = true;
   sched::Scheduler sch(o);
@@ -163,6 +182,12 @@ absl::StatusOr<EvictAnswer> WouldEvict(const cell::CellState& state, const Chang
       v.outcome = absl::StrCat("left pending (", why, "): ", WhyOf(last, b.job, b.index));
     }
     a.victims.push_back(std::move(v));
+  }
+  for (const std::string& id : updated) {
+    if (const cell::Job* job = s.FindJob(id)) {
+      a.updated_running += job->running;
+      a.updated_pending += job->pending;
+    }
   }
   for (const auto& j : change.add) {
     if (const cell::Job* job = s.FindJob(JobId(j.user(), j.name()))) {

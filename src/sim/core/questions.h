@@ -2,7 +2,8 @@
 // real scheduler on a copy of a cell's state:
 //  - "how many more of this job would fit?"
 //  - "would this change (drain these machines, remove N machines, add this
-//    job) evict any task at priority >= P?", with the list of victims.
+//    job, update that job to this spec) evict any task at priority >= P?",
+//    with the list of victims.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,10 @@ struct Change {
   int32_t remove_random = 0;        // and this many random machines more
   uint64_t seed = 1;
   std::vector<v1::JobSpec> add;     // jobs submitted
+  // New specs of live jobs: each applied as the master applies an update
+  // (cell/job_update.h, the same JobUpdated), all at once: the state a
+  // rolling update ends in.
+  std::vector<v1::JobSpec> update;
 };
 
 struct Victim {
@@ -56,11 +61,17 @@ struct EvictAnswer {
   int64_t running_before = 0;        // tasks at >= priority running before
   std::vector<Victim> victims;       // of those, the ones the change disturbs
   int64_t added_placed = 0, added_pending = 0;  // tasks of the added jobs
+  // The updated jobs' own tasks: by class of change (their diffs), and how
+  // many of them run and wait once the scheduler settled. They are not
+  // victims: the update means to restart or move them.
+  int32_t updated_restart = 0, updated_reschedule = 0, updated_added = 0, updated_removed = 0;
+  int64_t updated_running = 0, updated_pending = 0;
 };
 
 // Applies `change` to a copy of `state`, lets the scheduler (with
 // preemption) settle, and lists every task at priority >= `min_priority`
-// that was running before and was moved or left pending.
+// that was running before and was moved or left pending (other than the
+// updated jobs' own). NOT_FOUND for an update of a job that is not live.
 absl::StatusOr<EvictAnswer> WouldEvict(const cell::CellState& state, const Change& change, int32_t min_priority,
                                        const sched::Options& options);
 

@@ -80,3 +80,54 @@ TEST(Questions, WouldEvict) {
 
 }  // namespace
 }  // namespace herd::sim
+
+namespace herd::sim {
+namespace {
+
+// #14 item 6: "what would this update evict?", through the master's own
+// JobUpdated.
+TEST(Questions, WhatAnUpdateWouldEvict) {
+  cell::CellState s = FourMachines();
+  v1::JobSpec svc = JobBuilder("svc").Priority(200).Tasks(4).Cpu(2000).DifferentMachines().Build();
+  ASSERT_TRUE(s.Apply(Submit(svc)).ok());
+  ASSERT_TRUE(s.Apply(Submit(JobBuilder("batch", "bob").Priority(100).Tasks(4).Cpu(2000).Build())).ok());
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(s.Apply(Schedule("alice/svc", i, "m" + std::to_string(i))).ok());
+    ASSERT_TRUE(s.Apply(Schedule("bob/batch", i, "m" + std::to_string(i))).ok());
+  }
+  // The service asks for 3 cores instead of 2: no machine has them free, so
+  // its tasks move, and each takes a batch task's place.
+  v1::JobSpec bigger = svc;
+  bigger.mutable_task()->mutable_resources()->set_cpu_millis(3000);
+  Change update;
+  update.update = {bigger};
+  auto a = WouldEvict(s, update, 0, sched::Options());
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->updated_reschedule, 4);
+  EXPECT_EQ(a->updated_running, 4);
+  EXPECT_EQ(a->updated_pending, 0);
+  ASSERT_EQ(a->victims.size(), 4u);
+  for (const Victim& v : a->victims) {
+    EXPECT_EQ(v.task.rfind("bob/batch/", 0), 0u) << v.task;
+    EXPECT_TRUE(v.pending) << v.outcome;
+  }
+  // Nothing at production priority is disturbed by it.
+  a = WouldEvict(s, update, 200, sched::Options());
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->victims.empty());
+  // A change the machines absorb evicts nothing.
+  v1::JobSpec env = svc;
+  (*env.mutable_task()->mutable_env())["V"] = "2";
+  update.update = {env};
+  a = WouldEvict(s, update, 0, sched::Options());
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->updated_restart, 4);
+  EXPECT_TRUE(a->victims.empty());
+  // The real cell is untouched; an unknown job is an error.
+  EXPECT_EQ(s.FindTask("alice/svc", 0)->resources().Get("cpu"), 2000);
+  update.update = {JobBuilder("nope").Build()};
+  EXPECT_EQ(WouldEvict(s, update, 0, sched::Options()).status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace herd::sim
