@@ -20,6 +20,7 @@ const page = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPa
 let errors = 0;
 page.on('console', (m) => { if (m.type() === 'error') errors++; });
 await page.goto(link);
+await Promise.all([page.waitForNavigation(), page.click('#login')]);
 const base = new URL(page.url()).origin;
 for (const p of paths) {
   const times = [];

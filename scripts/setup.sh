@@ -20,7 +20,7 @@ PACKAGES=(
   libabsl-dev libyaml-cpp-dev libjsonnet-dev libspdlog-dev libfmt-dev libcli11-dev
   etcd-server etcd-client
   libsqlite3-dev sqlite3 zlib1g-dev libssl-dev openssl libcurl4-openssl-dev tar nlohmann-json3-dev
-  prometheus-cpp-dev libcpp-httplib-dev prometheus
+  prometheus-cpp-dev libcpp-httplib-dev libboost-dev prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   bind9-dnsutils

@@ -849,6 +849,7 @@ void CellState::ApplyJobUpdated(const v1::Mutation& m, Effects* fx) {
   std::string reason = u.reason().empty() ? absl::StrCat("updated to version ", version, by)
                                           : absl::StrCat(u.reason(), " (version ", version, ")");
   AddVersion(j, m, u.reason().empty() ? absl::StrCat("updated", by) : u.reason());
+  const v1::Rollout before = j->rollout;
   j->rollout.Clear();
   j->rollout.set_version(version);
   j->rollout.set_from_version(version - 1);
@@ -857,6 +858,17 @@ void CellState::ApplyJobUpdated(const v1::Mutation& m, Effects* fx) {
   j->rollout.set_rollback(u.rollback());
   if (u.has_strategy()) *j->rollout.mutable_strategy() = u.strategy();
   j->rollout.set_state(u.hold().empty() ? v1::Rollout::DONE : v1::Rollout::ROLLING);
+  if (u.resize() && !u.hold().empty() &&
+      (before.state() == v1::Rollout::PAUSED || before.state() == v1::Rollout::FAILED)) {
+    // A resize during a stopped rollout: it stays stopped, where it was.
+    j->rollout.set_state(before.state());
+    j->rollout.set_message(before.message());
+    j->rollout.set_promoted(before.promoted());
+    j->rollout.set_from_version(before.from_version());
+    j->rollout.set_started_ms(before.started_ms());
+    j->rollout.set_step_ms(before.step_ms());
+    j->rollout.set_rollback(before.rollback());
+  }
   j->last_event = EventRec{Event::UPDATE, m.time_ms(), revision_, std::move(reason), ""};
   j->state_revision = revision_;
   UpdateJobState(j, m);

@@ -223,6 +223,40 @@ TEST_F(RolloutTest, CanaryPausesUntilResumed) {
   EXPECT_EQ(Restarted(Step()), (std::vector<int32_t>{1, 2}));
 }
 
+// herd scale during a paused rollout: the new tasks come, and the rollout
+// stays paused (it used to start rolling again).
+TEST_F(RolloutTest, AResizeKeepsAPausedRolloutPaused) {
+  Run(JobBuilder("web").Command({"v1"}).Build(), 4);
+  v1::JobSpec next = JobBuilder("web").Command({"v2"}).Tasks(4).Build();
+  *next.mutable_update() = Strategy(2, 0);
+  next.mutable_update()->set_canary(1);
+  Update(next);
+  EXPECT_EQ(Restarted(Step()), std::vector<int32_t>{0});
+  Serve(0);
+  ASSERT_EQ(Step().size(), 1u);
+  ASSERT_EQ(J().rollout.state(), v1::Rollout::PAUSED);
+  const std::string why = J().rollout.message();
+
+  v1::JobSpec bigger = J().spec;
+  bigger.set_task_count(6);
+  UpdateOptions keep;
+  keep.keep_survivors = true;
+  v1::Mutation scale = PlanUpdate(J(), bigger, DiffJob(state_, &J(), bigger, keep), "scaled by test",
+                                  &J().rollout.strategy(), /*hold_outdated=*/true);
+  scale.mutable_job_updated()->set_resize(true);
+  Apply(scale);
+  EXPECT_EQ(J().spec.task_count(), 6);
+  EXPECT_EQ(J().rollout.state(), v1::Rollout::PAUSED) << J().rollout.message();
+  EXPECT_EQ(J().rollout.message(), why);
+  EXPECT_EQ(J().rollout.version(), J().version);
+  EXPECT_TRUE(Restarted(Step()).empty()) << "a paused rollout restarts nothing";
+  // Without the flag (an update of the spec), the rollout starts anew.
+  v1::JobSpec v3 = J().spec;
+  v3.mutable_task()->set_command(0, "v3");
+  Update(v3);
+  EXPECT_EQ(J().rollout.state(), v1::Rollout::ROLLING);
+}
+
 TEST_F(RolloutTest, MissedProgressDeadlineFailsAndRollsBack) {
   Run(JobBuilder("web").Command({"v1"}).Build(), 3);
   v1::JobSpec next = JobBuilder("web").Command({"v2"}).Tasks(3).Build();

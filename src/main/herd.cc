@@ -2,6 +2,7 @@
 // user verbs (submit, diff, scale, kill, jobs, tasks, status, why, machines,
 // logs, quota, checkpoint, cell).
 // This is the only file that links every part together.
+#include <sys/resource.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -339,6 +340,14 @@ int main(int argc, char** argv) {
   // server roles raise the level to info when they start.
   herd::InitLogging("herd", "", "warn");
   herd::rpc::RouteGrpcLogs();
+  // Servers hold a descriptor per connection: the soft limit (often 1,024)
+  // up to the hard one, so a flood of connections to one port runs into
+  // the servers' own caps first, not into the process's limit (where gRPC's
+  // listener stops accepting for good).
+  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   CLI::App app("herd: a cluster manager in the tradition of Borg", "herd");
   app.require_subcommand(1);
   app.fallthrough();

@@ -105,6 +105,8 @@ try {
   const link = cli('ui').trim();
   check(link.startsWith(base + '/login?token='), `herd ui prints a login link on the UI's address`);
   await page.goto(link);
+  check((await page.textContent('main')).includes('as root'), 'the link asks to confirm the login, naming who');
+  await Promise.all([page.waitForURL(base + '/'), page.click('#login')]);
   check(new URL(page.url()).pathname === '/', `the link logs in and lands on the front page (${page.url()})`);
   const cookies = await context.cookies();
   const session = cookies.find((c) => c.name === 'herd_session');
@@ -112,9 +114,18 @@ try {
     'the session cookie is HttpOnly, Secure, SameSite=Strict');
   {
     const again = await context.newPage();
-    const r = await again.goto(link);
+    await again.goto(link);
+    const [r] = await Promise.all([again.waitForNavigation(), again.click('#login')]);
     check(r.status() === 401, 'a login link works only once');
     await again.close();
+  }
+  {
+    // Another site cannot log a browser in: the POST must come from this origin.
+    const other = cli('ui').trim();
+    const token = new URL(other).searchParams.get('token');
+    const forged = await context.request.post(base + '/login', {
+      form: { token }, headers: { Origin: 'https://evil.example' }, maxRedirects: 0 });
+    check(forged.status() === 403, `a login POSTed from another origin is refused (${forged.status()})`);
   }
 
   // Front page: the cell and its jobs, as the CLI sees them.
@@ -195,6 +206,14 @@ try {
   const missing = await page.goto(base + '/job/alice/nope');
   check(missing.status() === 404, 'an unknown job is a 404 page');
   problems.length = 0;
+
+  // Logging out ends the session: the same cookie gets 401 afterwards.
+  const cookie = (await context.cookies()).find((c) => c.name === 'herd_session').value;
+  await page.goto(base + '/');
+  await Promise.all([page.waitForNavigation(), page.click('form.logout button')]);
+  check((await context.cookies()).every((c) => c.name !== 'herd_session'), 'logging out clears the cookie');
+  const replay = await context.request.get(base + '/', { headers: { Cookie: `herd_session=${cookie}` } });
+  check(replay.status() === 401, `the logged-out session is refused (${replay.status()})`);
 } catch (e) {
   console.log(`FAIL ${e.stack || e}`);
   failures++;

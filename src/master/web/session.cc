@@ -93,6 +93,13 @@ std::string WebSessions::MintLogin(const pki::CertInfo& cert, const std::string&
   return Sign(c);
 }
 
+absl::StatusOr<SessionClaims> WebSessions::CheckLogin(const std::string& login_token, int64_t now_ms) const {
+  absl::StatusOr<SessionClaims> c = Parse(login_token, now_ms);
+  if (!c.ok()) return c.status();
+  if (c->kind != SessionClaims::Kind::kLogin) return Bad("not a login link");
+  return c;
+}
+
 absl::StatusOr<std::string> WebSessions::Redeem(const std::string& login_token, int64_t now_ms) {
   absl::StatusOr<SessionClaims> c = Parse(login_token, now_ms);
   if (!c.ok()) return c.status();
@@ -100,11 +107,22 @@ absl::StatusOr<std::string> WebSessions::Redeem(const std::string& login_token, 
   {
     absl::MutexLock lock(&mu_);
     for (auto it = redeemed_.begin(); it != redeemed_.end();) {
-      it = it->second <= now_ms ? redeemed_.erase(it) : std::next(it);
+      if (it->second.expires_ms > now_ms) {
+        ++it;
+        continue;
+      }
+      if (--redeemed_by_user_[it->second.user] == 0) redeemed_by_user_.erase(it->second.user);
+      it = redeemed_.erase(it);
     }
     if (redeemed_.contains(c->nonce)) return Bad("the link was used already");
-    if (redeemed_.size() >= kMaxPendingLogins) return Bad("too many logins at once; try again in a few minutes");
-    redeemed_.emplace(c->nonce, c->expires_ms);
+    // One user's logins cannot crowd out everyone's.
+    const std::string& user = c->cert.subject.name;
+    if (redeemed_by_user_[user] >= kMaxRedeemedPerUser) {
+      return Bad(absl::StrCat(user, " logged in ", kMaxRedeemedPerUser, " times within 10 minutes; wait a few minutes"));
+    }
+    if (redeemed_.size() >= kMaxRedeemed) return Bad("too many logins at once; try again in a few minutes");
+    redeemed_.emplace(c->nonce, Used{c->expires_ms, user});
+    ++redeemed_by_user_[user];
   }
   SessionClaims s = *c;
   s.kind = SessionClaims::Kind::kSession;
@@ -117,7 +135,24 @@ absl::StatusOr<SessionClaims> WebSessions::Check(const std::string& session_toke
   absl::StatusOr<SessionClaims> c = Parse(session_token, now_ms);
   if (!c.ok()) return c.status();
   if (c->kind != SessionClaims::Kind::kSession) return Bad("a login link is not a session");
+  absl::MutexLock lock(&mu_);
+  if (logged_out_.contains(c->nonce)) return Bad("you logged out");
   return c;
+}
+
+bool WebSessions::LogOut(const std::string& session_token, int64_t now_ms) {
+  absl::StatusOr<SessionClaims> c = Check(session_token, now_ms);
+  if (!c.ok()) return false;
+  absl::MutexLock lock(&mu_);
+  std::erase_if(logged_out_, [&](const auto& kv) { return kv.second <= now_ms; });
+  // Full (only by sessions made and ended within 12 hours): the oldest
+  // record goes first; the cookie is cleared either way.
+  while (logged_out_.size() >= kMaxLoggedOut) {
+    logged_out_.erase(std::min_element(logged_out_.begin(), logged_out_.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; }));
+  }
+  logged_out_.emplace(c->nonce, c->expires_ms);
+  return true;
 }
 
 std::string WebSessions::FromCookie(const std::string& cookie_header) {

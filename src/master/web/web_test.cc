@@ -71,6 +71,38 @@ TEST(WebSessions, CookieHeader) {
   EXPECT_EQ(WebSessions::FromCookie(""), "");
 }
 
+TEST(WebSessions, OneUsersLoginsCannotLockOutOthers) {
+  WebSessions s;
+  for (size_t i = 0; i < WebSessions::kMaxRedeemedPerUser; ++i) {
+    ASSERT_TRUE(s.Redeem(s.MintLogin(Alice(), "", kNow), kNow).ok()) << i;
+  }
+  absl::StatusOr<std::string> more = s.Redeem(s.MintLogin(Alice(), "", kNow), kNow);
+  EXPECT_EQ(more.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_NE(more.status().message().find("logged in 100 times"), std::string::npos) << more.status();
+  pki::CertInfo bob = Alice();
+  bob.subject.name = "bob";
+  EXPECT_TRUE(s.Redeem(s.MintLogin(bob, "", kNow), kNow).ok()) << "bob is not held back by alice";
+  // Once alice's links have expired, she logs in again.
+  const int64_t later = kNow + WebSessions::kLoginValidMs + 1;
+  EXPECT_TRUE(s.Redeem(s.MintLogin(Alice(), "", later), later).ok());
+}
+
+TEST(WebSessions, LoggingOutEndsTheSession) {
+  WebSessions s;
+  absl::StatusOr<std::string> session = s.Redeem(s.MintLogin(Alice(), "", kNow), kNow);
+  ASSERT_TRUE(session.ok());
+  absl::StatusOr<std::string> other = s.Redeem(s.MintLogin(Alice(), "", kNow), kNow);
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(s.LogOut(*session, kNow + 1));
+  EXPECT_EQ(s.Check(*session, kNow + 2).status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(s.Check(*other, kNow + 2).ok()) << "another session of hers goes on";
+  EXPECT_FALSE(s.LogOut("garbage", kNow));
+  // A login link can be looked at (for the confirmation page), not used as a session.
+  const std::string login = s.MintLogin(Alice(), "", kNow);
+  EXPECT_TRUE(s.CheckLogin(login, kNow).ok());
+  EXPECT_FALSE(s.CheckLogin(*other, kNow).ok());
+}
+
 TEST(WebPages, EscapesMarkup) {
   EXPECT_EQ(HtmlEscape("<script>alert('x')</script>&\""), "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;");
 }

@@ -125,7 +125,8 @@ std::string Page(absl::string_view title, absl::string_view active, const Princi
       HtmlEscape(title), " · herd ", HtmlEscape(cell), "</title></head><body><header><span class=\"brand\">herd</span>",
       "<span class=\"cell\">cell ", HtmlEscape(cell), "</span><nav>", nav, "</nav><span class=\"who\">",
       HtmlEscape(who.acting_user.empty() ? who.name : absl::StrCat(who.acting_user, " as ", who.name)),
-      "</span></header><main><h1>", HtmlEscape(title), "</h1>", body, "</main></body></html>");
+      "</span><form method=\"post\" action=\"/logout\" class=\"logout\"><button type=\"submit\">Log out</button>"
+      "</form></header><main><h1>", HtmlEscape(title), "</h1>", body, "</main></body></html>");
 }
 
 HttpReply Html(std::string body, int status = 200) {
@@ -271,12 +272,63 @@ WebUi::WebUi(WebUiOptions options) : o_(std::move(options)) {
 }
 WebUi::~WebUi() = default;
 
-HttpReply WebUi::Login(const HttpRequest& req) {
-  absl::StatusOr<std::string> session = sessions_.Redeem(req.Param("token"), o_.clock->NowMs());
-  if (!session.ok()) {
-    HERD_LOG_WARN("web: refused a login from {}: {}", req.peer, session.status().message());
-    return ErrorPage(session.status());
+namespace {
+
+// A POST's form field (application/x-www-form-urlencoded; tokens need no
+// decoding: they are base64url and '.').
+std::string FormField(const std::string& body, absl::string_view key) {
+  for (absl::string_view kv : absl::StrSplit(body, '&')) {
+    if (absl::ConsumePrefix(&kv, key) && absl::ConsumePrefix(&kv, "=")) return std::string(kv);
   }
+  return "";
+}
+
+// A POST from a page of this server: browsers send Origin on every POST,
+// and another site's cannot claim ours.
+absl::Status SameOrigin(const HttpRequest& req) {
+  if (req.origin.empty() || req.origin != absl::StrCat("https://", req.host)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("a request from another site (Origin '", req.origin, "') may not do this"));
+  }
+  return absl::OkStatus();
+}
+
+std::string SmallPage(absl::string_view title, const std::string& body) {
+  return absl::StrCat("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><link rel=\"icon\" "
+                      "href=\"data:,\"><link rel=\"stylesheet\" href=\"/static/ui.css\"><title>",
+                      HtmlEscape(title), "</title></head><body><main>", body, "</main></body></html>");
+}
+
+}  // namespace
+
+HttpReply WebUi::Login(const HttpRequest& req) {
+  const int64_t now = o_.clock->NowMs();
+  if (req.method == "GET") {
+    // Confirm first: a link opened from elsewhere logs nobody in by itself.
+    const std::string token = req.Param("token");
+    absl::StatusOr<SessionClaims> c = sessions_.CheckLogin(token, now);
+    if (!c.ok()) return ErrorPage(c.status());
+    const std::string who = c->acting_as.empty() ? c->cert.subject.name
+                                                  : absl::StrCat(c->acting_as, " (as ", c->cert.subject.name, ")");
+    return Html(SmallPage(
+        "herd: log in",
+        absl::StrCat("<h1>Log in to cell ", HtmlEscape(o_.core->options().cell_name), "</h1><p>as <b>",
+                     HtmlEscape(who), "</b>, with the link <code>herd ui</code> printed.</p>",
+                     "<form method=\"post\" action=\"/login\"><input type=\"hidden\" name=\"token\" value=\"",
+                     HtmlEscape(token), "\"><button type=\"submit\" id=\"login\">Log in</button></form>")));
+  }
+  if (absl::Status st = SameOrigin(req); !st.ok()) return ErrorPage(st);
+  absl::StatusOr<std::string> session = sessions_.Redeem(FormField(req.body, "token"), now);
+  absl::StatusOr<SessionClaims> claims = session.ok() ? sessions_.Check(*session, now)
+                                                      : absl::StatusOr<SessionClaims>(session.status());
+  // Revoked since the link was made: no session.
+  absl::StatusOr<Principal> who = claims.ok() ? Identify(claims->cert, claims->acting_as, o_.core->Users())
+                                              : absl::StatusOr<Principal>(claims.status());
+  if (!who.ok()) {
+    HERD_LOG_WARN("web: refused a login from {}: {}", req.peer, who.status().message());
+    return ErrorPage(who.status());
+  }
+  HERD_LOG_INFO("web: {} logged in from {}", who->name, req.peer);
   HttpReply r;
   r.status = 303;
   r.headers.push_back({"Location", "/"});
@@ -284,6 +336,19 @@ HttpReply WebUi::Login(const HttpRequest& req) {
                                                   "; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=",
                                                   WebSessions::kSessionValidMs / 1000)});
   r.body = "<!doctype html><p>Logged in. <a href=\"/\">Go on</a>.</p>";
+  return r;
+}
+
+HttpReply WebUi::LogOut(const HttpRequest& req) {
+  if (req.method != "POST") return ErrorPage(absl::InvalidArgumentError("log out with the page's button (a POST)"));
+  if (absl::Status st = SameOrigin(req); !st.ok()) return ErrorPage(st);
+  sessions_.LogOut(WebSessions::FromCookie(req.cookie), o_.clock->NowMs());
+  HttpReply r;
+  r.status = 303;
+  r.headers.push_back({"Location", "/"});
+  r.headers.push_back({"Set-Cookie", absl::StrCat(WebSessions::kCookieName,
+                                                  "=; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=0")});
+  r.body = "<!doctype html><p>Logged out.</p>";
   return r;
 }
 
@@ -737,6 +802,8 @@ HttpReply WebUi::Handle(const HttpRequest& req) {
   if (req.path == "/static/ui.css") return HttpReply{200, "text/css; charset=utf-8", std::string(kUiCss), {}};
   if (req.path == "/static/ui.js") return HttpReply{200, "text/javascript; charset=utf-8", std::string(kUiJs), {}};
   if (req.path == "/login") return Login(req);
+  if (req.path == "/logout") return LogOut(req);
+  if (req.method != "GET") return ErrorPage(absl::InvalidArgumentError("pages only read: GET"));
 
   // Who: a client certificate, else the session cookie.
   absl::StatusOr<Principal> who = absl::UnauthenticatedError("not logged in");
@@ -754,6 +821,28 @@ HttpReply WebUi::Handle(const HttpRequest& req) {
     if (absl::Status st = o_.limiter->Admit(*who); !st.ok()) who = st;
   }
   if (!who.ok()) return ErrorPage(who.status());
+
+  // A user's requests being answered at once are bounded: a few open tabs
+  // (each following a log) or a script cannot take every handler.
+  const std::string user = who->acting_user.empty() ? who->name : who->acting_user;
+  {
+    absl::MutexLock l(&busy_mu_);
+    if (busy_[user] >= kMaxPerUser) {
+      HttpReply r = ErrorPage(absl::ResourceExhaustedError(
+          absl::StrCat(user, " has ", kMaxPerUser, " requests being answered already; try again")));
+      r.headers.push_back({"Retry-After", "1"});
+      return r;
+    }
+    ++busy_[user];
+  }
+  struct Done {
+    WebUi* ui;
+    std::string user;
+    ~Done() {
+      absl::MutexLock l(&ui->busy_mu_);
+      if (--ui->busy_[user] <= 0) ui->busy_.erase(user);
+    }
+  } done{this, user};
 
   Pages pages(o_, *who);
   absl::StatusOr<std::string> page = absl::NotFoundError(absl::StrCat("no page ", req.path));

@@ -10,20 +10,25 @@
 //   /job/USER/NAME       spec, versions, rollout, tasks (paged), events, why pending
 //   /job/USER/NAME/I     a task: state, ports, health, restarts, events, usage charts, log tail
 //   /api/logs/USER/NAME/I?stream=stdout|stderr&tail=BYTES   the log tail, text (the page polls it)
-//   /login?token=T       trades a `herd ui` link for a session cookie
+//   /login?token=T       asks the browser to confirm (a button), which POSTs the
+//                        token back from this origin and gets a session cookie
+//   /logout (POST)       ends the session
 //
 // Who may look: a client certificate of the cell (verified by the TLS
 // handshake), or a session cookie from a login link (session.h). Everything
-// else gets 401 and a page saying how to log in. Pages only read: there is
-// nothing to change state with, so a forged cross-site request can do
-// nothing (and the cookie is SameSite=Strict anyway).
+// else gets 401 and a page saying how to log in. Pages only read the cell;
+// the two POSTs (login, logout) must come from this origin (Origin header),
+// so another site can neither log a browser in as someone else nor out.
+// A user has at most kMaxPerUser requests being answered at once.
 #pragma once
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "master/core/admission/rate_limiter.h"
 #include "master/core/master_core.h"
@@ -64,6 +69,7 @@ class WebUi {
   static constexpr int kTasksPerPage = 200;
   static constexpr int kMaxLogReads = 16;           // at once
   static constexpr int64_t kMaxTailBytes = 256 << 10;
+  static constexpr int kMaxPerUser = 4;             // requests of one user being answered at once
 
   explicit WebUi(WebUiOptions options);
   ~WebUi();
@@ -77,8 +83,11 @@ class WebUi {
   WebUiOptions o_;
   WebSessions sessions_;
   std::atomic<int> log_reads_{0};
+  absl::Mutex busy_mu_;
+  std::map<std::string, int> busy_ ABSL_GUARDED_BY(busy_mu_);  // requests being answered, by user
 
   metrics::HttpReply Login(const metrics::HttpRequest& req);
+  metrics::HttpReply LogOut(const metrics::HttpRequest& req);
   metrics::HttpReply Logs(const Principal& who, const std::string& job, int32_t index,
                           const metrics::HttpRequest& req);
 };

@@ -12,12 +12,23 @@
 #include <sstream>
 #include <thread>
 
-#include <httplib.h>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+#include <atomic>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "base/log.h"
 
 namespace herd::metrics {
@@ -91,25 +102,12 @@ std::string Sha256(absl::string_view s) {
 
 // Whether the request's "Authorization: Bearer T" names the token (compared
 // through digests in constant time: neither the token nor its length leaks).
-bool TokenMatches(const httplib::Request& req, const std::string& token_digest) {
+bool TokenMatches(const std::string& auth, const std::string& token_digest) {
   if (token_digest.empty()) return false;
-  const std::string auth = req.get_header_value("Authorization");
   constexpr absl::string_view kBearer = "Bearer ";
   if (!absl::StartsWithIgnoreCase(auth, kBearer)) return false;
   const std::string got = Sha256(absl::StripAsciiWhitespace(absl::string_view(auth).substr(kBearer.size())));
   return CRYPTO_memcmp(got.data(), token_digest.data(), got.size()) == 0;
-}
-
-// Headers on every answer: nothing cached (pages carry a user's view), the
-// page never framed, content only from this origin, no referrer leaked.
-void SecurityHeaders(httplib::Response& res) {
-  res.set_header("Cache-Control", "no-store");
-  res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("X-Frame-Options", "DENY");
-  res.set_header("Referrer-Policy", "no-referrer");
-  res.set_header("Content-Security-Policy",
-                 "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                 "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
 }
 
 }  // namespace
@@ -164,10 +162,243 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   return token;
 }
 
+
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+
+// Headers on every answer: nothing cached (pages carry a user's view), the
+// page never framed, content only from this origin, no referrer leaked to
+// another site ("same-origin", not "no-referrer": with that, browsers send
+// "Origin: null" on a form POST, and the login could not check it).
+template <typename Response>
+void SecurityHeaders(Response& res) {
+  res.set(http::field::cache_control, "no-store");
+  res.set("X-Content-Type-Options", "nosniff");
+  res.set("X-Frame-Options", "DENY");
+  res.set("Referrer-Policy", "same-origin");
+  res.set("Content-Security-Policy",
+          "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+          "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+}
+
+int FromHex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX decoded (and '+' as a space in a query string); a bad escape is kept.
+std::string Decode(absl::string_view s, bool query) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && FromHex(s[i + 1]) >= 0 && FromHex(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(FromHex(s[i + 1]) * 16 + FromHex(s[i + 2])));
+      i += 2;
+    } else if (query && s[i] == '+') {
+      out.push_back(' ');
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 struct MetricsServer::Impl {
-  std::unique_ptr<httplib::SSLServer> http;
-  std::thread thread;
+  // In this order: sessions the I/O context still holds when it goes touch
+  // the counters above it.
+  MetricsServerOptions options;
+  Registry* registry = nullptr;
+  std::string token_digest;
+  absl::Mutex mu;
+  std::map<std::string, int> per_client ABSL_GUARDED_BY(mu);  // open connections by client address
+  std::atomic<int> connections{0};
+  std::atomic<int> in_flight{0};
+  ssl::context tls{ssl::context::tls_server};
+  net::io_context ioc{1};
+  tcp::acceptor acceptor{ioc};
+  std::unique_ptr<net::thread_pool> workers;
+  std::thread io_thread;
+
+  void Accept();
+  HttpReply Route(const HttpRequest& req, const std::string& authorization);
 };
+
+namespace {
+
+// One client connection: TLS handshake, then requests one at a time, each
+// handled on the worker pool and answered here.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, MetricsServer::Impl* server, std::string client)
+      : stream_(std::move(socket), server->tls), server_(server), client_(std::move(client)) {}
+
+  ~Session() {
+    server_->connections.fetch_sub(1);
+    absl::MutexLock l(&server_->mu);
+    auto it = server_->per_client.find(client_);
+    if (it != server_->per_client.end() && --it->second <= 0) server_->per_client.erase(it);
+  }
+
+  void Start() {
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::milliseconds(server_->options.head_timeout_ms));
+    stream_.async_handshake(ssl::stream_base::server,
+                            [self = shared_from_this()](beast::error_code ec) {
+                              if (!ec) self->Read();
+                            });
+  }
+
+ private:
+  void Read() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(MetricsServer::kMaxHeaderBytes));
+    parser_->body_limit(MetricsServer::kMaxBodyBytes);
+    // The first request's head within the head timeout; later ones within
+    // the idle timeout (a kept-alive connection that sends nothing goes).
+    const int64_t ms = requests_ == 0 ? server_->options.head_timeout_ms
+                                      : std::min(server_->options.idle_timeout_ms, server_->options.head_timeout_ms);
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::milliseconds(ms));
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->OnRead(ec);
+    });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == http::error::header_limit || ec == http::error::body_limit || ec == http::error::buffer_overflow) {
+      HttpReply r{ec == http::error::body_limit ? 413 : 431, "text/plain", "request too large\n", {}};
+      Write(std::move(r), false);
+      return;
+    }
+    if (ec) return;  // closed, timed out or malformed: drop it
+    ++requests_;
+    http::request<http::string_body> req = parser_->release();
+    const bool keep_alive =
+        req.keep_alive() && requests_ < server_->options.max_requests_per_connection;
+    if (req.method() != http::verb::get && req.method() != http::verb::post) {
+      Write(HttpReply{405, "text/plain", "only GET and POST\n", {{"Allow", "GET, POST"}}}, keep_alive);
+      return;
+    }
+    HttpRequest r;
+    r.method = std::string(req.method_string());
+    const absl::string_view target(req.target().data(), req.target().size());
+    const size_t q = target.find('?');
+    r.path = Decode(target.substr(0, q), false);
+    if (q != absl::string_view::npos) {
+      for (absl::string_view kv : absl::StrSplit(target.substr(q + 1), '&', absl::SkipEmpty())) {
+        const size_t eq = kv.find('=');
+        r.params.emplace(Decode(kv.substr(0, eq), true),
+                         eq == absl::string_view::npos ? "" : Decode(kv.substr(eq + 1), true));
+      }
+    }
+    auto header = [&](http::field f) {
+      auto it = req.find(f);
+      return it == req.end() ? std::string() : std::string(it->value().data(), it->value().size());
+    };
+    r.cookie = header(http::field::cookie);
+    r.origin = header(http::field::origin);
+    r.host = header(http::field::host);
+    r.body = std::move(req.body());
+    r.cert = VerifiedPeer(stream_.native_handle(), server_->options.identity.ca_pem);
+    r.peer = client_;
+    const std::string authorization = header(http::field::authorization);
+    if (server_->in_flight.fetch_add(1) >= server_->options.max_in_flight) {
+      server_->in_flight.fetch_sub(1);
+      Write(HttpReply{503, "text/plain", "busy; try again\n", {{"Retry-After", "1"}}}, keep_alive);
+      return;
+    }
+    net::post(*server_->workers, [self = shared_from_this(), r = std::move(r), authorization, keep_alive] {
+      HttpReply reply = self->server_->Route(r, authorization);
+      self->server_->in_flight.fetch_sub(1);
+      net::post(self->stream_.get_executor(), [self, reply = std::move(reply), keep_alive]() mutable {
+        self->Write(std::move(reply), keep_alive);
+      });
+    });
+  }
+
+  void Write(HttpReply reply, bool keep_alive) {
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(reply.status), 11);
+    res->set(http::field::server, "herd");
+    res->set(http::field::content_type, reply.content_type);
+    SecurityHeaders(*res);
+    for (const auto& [k, v] : reply.headers) res->set(k, v);
+    res->body() = std::move(reply.body);
+    res->keep_alive(keep_alive);
+    res->prepare_payload();
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::milliseconds(server_->options.head_timeout_ms));
+    http::async_write(stream_, *res, [self = shared_from_this(), res, keep_alive](beast::error_code ec, size_t) {
+      if (ec) return;
+      if (keep_alive) {
+        self->Read();
+        return;
+      }
+      beast::get_lowest_layer(self->stream_).expires_after(std::chrono::seconds(2));
+      self->stream_.async_shutdown([self](beast::error_code) {});
+    });
+  }
+
+  beast::ssl_stream<beast::tcp_stream> stream_;
+  MetricsServer::Impl* server_;
+  const std::string client_;
+  beast::flat_buffer buffer_{MetricsServer::kMaxHeaderBytes + MetricsServer::kMaxBodyBytes};
+  std::optional<http::request_parser<http::string_body>> parser_;
+  int requests_ = 0;
+};
+
+}  // namespace
+
+void MetricsServer::Impl::Accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec == net::error::operation_aborted) return;
+    if (!ec) {
+      beast::error_code ignored;
+      const tcp::endpoint peer = socket.remote_endpoint(ignored);
+      const std::string client = peer.address().to_string();
+      bool admit = connections.load() < options.max_connections;
+      if (admit) {
+        absl::MutexLock l(&mu);
+        int& n = per_client[client];
+        admit = n < options.max_connections_per_client;
+        if (admit) ++n;
+      }
+      if (admit) {
+        connections.fetch_add(1);
+        std::make_shared<Session>(std::move(socket), this, client)->Start();
+      } else {
+        socket.close(ignored);  // over a limit: closed before any TLS work
+      }
+    }
+    Accept();
+  });
+}
+
+HttpReply MetricsServer::Impl::Route(const HttpRequest& req, const std::string& authorization) {
+  if (req.path == "/metrics") {
+    if (req.method != "GET") return HttpReply{405, "text/plain", "GET /metrics\n", {{"Allow", "GET"}}};
+    Scraper who;
+    who.peer = req.peer;
+    who.cert = req.cert;
+    who.token = !who.cert && TokenMatches(authorization, token_digest);
+    absl::Status st = options.authorize(who);
+    if (!st.ok()) {
+      HERD_LOG_WARN("metrics: refused {} from {}: {}", who.ToString(), who.peer, st.message());
+      const bool unauthenticated = st.code() == absl::StatusCode::kUnauthenticated;
+      HttpReply r{unauthenticated ? 401 : 403, "text/plain", absl::StrCat(st.message(), "\n"), {}};
+      if (unauthenticated) r.headers.push_back({"WWW-Authenticate", "Bearer"});
+      return r;
+    }
+    return HttpReply{200, std::string(Registry::kContentType), registry->Text(), {}};
+  }
+  if (!options.pages) return HttpReply{404, "text/plain", "not found\n", {}};
+  return options.pages(req);
+}
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServerOptions options,
                                                                     Registry* registry) {
@@ -177,84 +408,55 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServe
       port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("--metrics ", options.address, ": expected HOST:PORT"));
   }
-  const std::string host = options.address.substr(0, colon);
-  std::string token_digest;
+  std::string host = options.address.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto server = std::unique_ptr<MetricsServer>(new MetricsServer());
+  auto impl = std::make_unique<Impl>();
   if (!options.token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(options.token_file);
     if (!token.ok()) return token.status();
-    token_digest = Sha256(*token);
+    impl->token_digest = Sha256(*token);
   }
-  auto server = std::unique_ptr<MetricsServer>(new MetricsServer());
-  server->impl_ = std::make_unique<Impl>();
   server->server_name_ = pki::ServerName(options.identity.info.subject);
-  const pki::Credential self = options.identity;
-  auto http = std::make_unique<httplib::SSLServer>([&self](SSL_CTX& ctx) { return SetUpTls(ctx, self); });
-  if (!http->is_valid()) {
+  if (!SetUpTls(*impl->tls.native_handle(), options.identity)) {
     return absl::InvalidArgumentError("metrics: cannot set up TLS with this process's credential");
   }
-  const int threads = std::max(1, options.threads);
-  http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http->set_payload_max_length(kMaxBodyBytes);
-  http->set_read_timeout(5, 0);
-  http->set_write_timeout(5, 0);
-  http->set_keep_alive_max_count(100);
-  http->set_keep_alive_timeout(30);
-  const std::string ca_pem = options.identity.ca_pem;
-  MetricsAuthorizer authorize = std::move(options.authorize);
-  http->Get("/metrics", [registry, ca_pem, token_digest, authorize](const httplib::Request& req,
-                                                                     httplib::Response& res) {
-    Scraper who;
-    who.peer = absl::StrCat(req.remote_addr, ":", req.remote_port);
-    who.cert = VerifiedPeer(req.ssl, ca_pem);
-    who.token = !who.cert && TokenMatches(req, token_digest);
-    absl::Status st = authorize(who);
-    if (!st.ok()) {
-      HERD_LOG_WARN("metrics: refused {} from {}: {}", who.ToString(), who.peer, st.message());
-      const bool unauthenticated = st.code() == absl::StatusCode::kUnauthenticated;
-      res.status = unauthenticated ? 401 : 403;
-      if (unauthenticated) res.set_header("WWW-Authenticate", "Bearer");
-      res.set_content(absl::StrCat(st.message(), "\n"), "text/plain");
-      return;
+  beast::error_code ec;
+  net::ip::address addr = net::ip::make_address(host, ec);
+  if (ec) {
+    tcp::resolver resolver(impl->ioc);
+    auto found = resolver.resolve(host, "", ec);
+    if (ec || found.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--metrics ", options.address, ": cannot resolve ", host));
     }
-    res.set_content(registry->Text(), Registry::kContentType);
-  });
-  HttpHandler pages = std::move(options.pages);
-  http->Get(".*", [pages, ca_pem](const httplib::Request& req, httplib::Response& res) {
-    SecurityHeaders(res);
-    if (!pages) {
-      res.status = 404;
-      res.set_content("not found\n", "text/plain");
-      return;
-    }
-    HttpRequest r;
-    r.path = req.path;
-    for (const auto& [k, v] : req.params) r.params.emplace(k, v);
-    r.cookie = req.get_header_value("Cookie");
-    r.cert = VerifiedPeer(req.ssl, ca_pem);
-    r.peer = absl::StrCat(req.remote_addr, ":", req.remote_port);
-    HttpReply reply = pages(r);
-    res.status = reply.status;
-    for (const auto& [k, v] : reply.headers) res.set_header(k, v);
-    res.set_content(std::move(reply.body), reply.content_type);
-  });
-  if (port == 0) {
-    port = http->bind_to_any_port(host);
-    if (port <= 0) return absl::UnavailableError(absl::StrCat("metrics: cannot listen on ", options.address));
-  } else if (!http->bind_to_port(host, port)) {
-    return absl::UnavailableError(absl::StrCat("metrics: cannot listen on ", options.address));
+    addr = found.begin()->endpoint().address();
   }
-  server->bound_ = absl::StrCat(host, ":", port);
-  server->impl_->http = std::move(http);
-  httplib::SSLServer* raw = server->impl_->http.get();
-  server->impl_->thread = std::thread([raw] { raw->listen_after_bind(); });
+  const tcp::endpoint endpoint(addr, static_cast<uint16_t>(port));
+  impl->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(endpoint, ec);
+  if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("metrics: cannot listen on ", options.address, ": ", ec.message()));
+  const int bound_port = impl->acceptor.local_endpoint().port();
+  server->bound_ = absl::StrCat(host.find(':') != std::string::npos ? absl::StrCat("[", host, "]") : host, ":",
+                                bound_port);
+  impl->workers = std::make_unique<net::thread_pool>(static_cast<size_t>(std::max(1, options.threads)));
+  impl->registry = registry;
+  impl->options = std::move(options);
+  impl->Accept();
+  Impl* raw = impl.get();
+  impl->io_thread = std::thread([raw] { raw->ioc.run(); });
+  server->impl_ = std::move(impl);
   return server;
 }
 
 MetricsServer::~MetricsServer() {
-  if (impl_ && impl_->http) {
-    impl_->http->stop();
-    if (impl_->thread.joinable()) impl_->thread.join();
-  }
+  if (!impl_) return;
+  impl_->ioc.stop();
+  if (impl_->io_thread.joinable()) impl_->io_thread.join();
+  beast::error_code ignored;
+  impl_->acceptor.close(ignored);
+  impl_->workers->join();  // handlers in flight finish (their answers are dropped)
 }
 
 }  // namespace herd::metrics

@@ -1,5 +1,6 @@
-// `--metrics HOST:PORT`: a registry's metrics over HTTPS at /metrics, for
-// Prometheus, on the master and on every agent.
+// `--metrics HOST:PORT` (or `--http`): a registry's metrics over HTTPS at
+// /metrics, for Prometheus, on the master and on every agent; on the master
+// the same port serves the web UI (MetricsServerOptions::pages).
 //
 // The cell's rule holds here too: the port speaks TLS only (the process's own
 // certificate, signed by the cell CA), every request is authenticated and
@@ -12,10 +13,14 @@
 // The process decides what each may do (MetricsAuthorizer): the master asks
 // its Authorizer (action read-metrics), an agent its own rule.
 //
-// Requests: GET only; a body of at most kMaxBodyBytes; headers within
-// cpp-httplib's 8 KiB; a few threads, short read and write timeouts. Paths
-// other than /metrics go to MetricsServerOptions::pages when it is set (the
-// master's web UI), which authenticates them itself; otherwise 404.
+// The server (Boost.Beast on one I/O thread; handlers on a small pool) is
+// bounded so that nobody can hold it: an idle or slow connection costs no
+// thread; a request's head must arrive whole within a deadline and within
+// kMaxHeaderBytes in all; bodies are at most kMaxBodyBytes; connections are
+// capped in all and per client address; requests being handled are capped
+// (more get 503 at once); keep-alive connections close when idle. GET (and
+// POST to pages, for the UI's login) only; no Range requests. Every answer,
+// errors included, carries the security headers.
 #pragma once
 
 #include <cstdint>
@@ -31,10 +36,6 @@
 #include "absl/status/statusor.h"
 #include "metrics/registry.h"
 #include "pki/pki.h"
-
-namespace httplib {
-class SSLServer;
-}
 
 namespace herd::metrics {
 
@@ -60,13 +61,17 @@ using MetricsAuthorizer = std::function<absl::Status(const Scraper&)>;
 // the master's rule checks revocation.)
 absl::Status AllowTokenMasterOrUser(const Scraper& who);
 
-// A GET for a path other than /metrics, as the connection proves it.
+// A request for a path other than /metrics, as the connection proves it.
 struct HttpRequest {
+  std::string method;                        // "GET" or "POST"
   std::string path;                          // "/job/alice/web", decoded
   std::multimap<std::string, std::string> params;  // the query string, decoded
   std::string cookie;                        // the Cookie header, raw
   std::optional<pki::CertInfo> cert;         // a client certificate the handshake verified
   std::string peer;                          // "IP:PORT"
+  std::string origin;                        // the Origin header ("" if none)
+  std::string host;                          // the Host header
+  std::string body;                          // a POST's (at most kMaxBodyBytes)
   std::string Param(const std::string& key) const;  // the first value, or ""
 };
 
@@ -89,15 +94,21 @@ struct MetricsServerOptions {
   // kMinTokenBytes (surrounding whitespace is ignored).
   std::string token_file;
   MetricsAuthorizer authorize = AllowTokenMasterOrUser;
-  int threads = 2;
-  // Every other GET (the master's web UI); nullptr answers 404. Replies
-  // get security headers (no caching, no framing, same-origin content only).
+  int threads = 2;  // handlers run on these
+  // Every other path (the master's web UI); nullptr answers 404.
   HttpHandler pages;
+  int max_connections = 256;            // open at once; more are closed at once
+  int max_connections_per_client = 32;  // from one address
+  int max_in_flight = 64;               // requests being handled; more get 503
+  int64_t head_timeout_ms = 10'000;     // TLS handshake, then a request's head, each within this
+  int64_t idle_timeout_ms = 5'000;      // a kept-alive connection with no new request is closed
+  int max_requests_per_connection = 100;
 };
 
 class MetricsServer {
  public:
   static constexpr size_t kMaxBodyBytes = 1024;
+  static constexpr size_t kMaxHeaderBytes = 16 * 1024;  // request line and headers, in all
   static constexpr size_t kMinTokenBytes = 16;
 
   // Binds and starts serving `registry` (which must outlive the server).
@@ -114,9 +125,10 @@ class MetricsServer {
   // Prometheus's tls_config server_name): "master.herd", "<hash>.machine.herd".
   const std::string& server_name() const { return server_name_; }
 
+  struct Impl;  // (public for the connections' code in the .cc)
+
  private:
   MetricsServer() = default;
-  struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string bound_;
   std::string server_name_;

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <csignal>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -96,12 +98,12 @@ Reply Scrape(const std::string& address, const Pki& server_pki, const pki::Crede
   return out;
 }
 
-class MetricsServerTest : public ::testing::Test {
+// A server on a free loopback port with the master's credential and the
+// token; `o`'s other fields as given.
+class ServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void Start(MetricsServerOptions o) {
     pki_ = MakePki("local");
-    registry_.GetCounter("herd_task_starts_total", "Task attempts started").Inc(3);
-    MetricsServerOptions o;
     o.address = "127.0.0.1:0";
     o.identity = pki_.master;
     o.token_file = TempFile("token", std::string(kToken) + "\n", 0600);
@@ -113,6 +115,14 @@ class MetricsServerTest : public ::testing::Test {
   Pki pki_;
   Registry registry_;
   std::unique_ptr<MetricsServer> server_;
+};
+
+class MetricsServerTest : public ServerTest {
+ protected:
+  void SetUp() override {
+    registry_.GetCounter("herd_task_starts_total", "Task attempts started").Inc(3);
+    Start(MetricsServerOptions());
+  }
 };
 
 TEST_F(MetricsServerTest, ServesAUserCertificate) {
@@ -229,6 +239,152 @@ TEST_F(MetricsServerTest, ASecondConnectionResumesTheSession) {
   EXPECT_TRUE(reused);
   SSL_SESSION_free(first);
   SSL_SESSION_free(second);
+}
+
+
+// A raw TLS client (no certificate) for the limits' tests.
+class RawClient {
+ public:
+  explicit RawClient(const std::string& address) {
+    const std::string host = address.substr(0, address.rfind(':'));
+    const int port = std::stoi(address.substr(address.rfind(':') + 1));
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
+    timeval tv{10, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) return;
+    ctx_ = SSL_CTX_new(TLS_client_method());
+    ssl_ = SSL_new(ctx_);
+    SSL_set_fd(ssl_, fd_);
+    handshaken_ = SSL_connect(ssl_) == 1;
+  }
+  ~RawClient() {
+    if (ssl_ != nullptr) SSL_free(ssl_);
+    if (ctx_ != nullptr) SSL_CTX_free(ctx_);
+    if (fd_ >= 0) close(fd_);
+  }
+  bool handshaken() const { return handshaken_; }
+  bool Send(const std::string& data) {
+    return handshaken_ && SSL_write(ssl_, data.data(), static_cast<int>(data.size())) == static_cast<int>(data.size());
+  }
+  // Everything until the server closes (or `max` bytes, or the 10 s socket timeout).
+  std::string ReadAll(size_t max = 1 << 20) {
+    std::string out;
+    char buf[4096];
+    while (handshaken_ && out.size() < max) {
+      int n = SSL_read(ssl_, buf, sizeof buf);
+      if (n <= 0) break;
+      out.append(buf, n);
+    }
+    return out;
+  }
+
+ private:
+  int fd_ = -1;
+  SSL_CTX* ctx_ = nullptr;
+  SSL* ssl_ = nullptr;
+  bool handshaken_ = false;
+};
+
+// The web UI review's findings against the HTTPS server: none of these may
+// hold it or grow it.
+class LimitsTest : public ServerTest {
+ protected:
+  void Start(MetricsServerOptions o) {
+    o.pages = [](const HttpRequest& r) { return HttpReply{200, "text/plain", "page " + r.path + "\n", {}}; };
+    ServerTest::Start(std::move(o));
+  }
+};
+
+TEST_F(LimitsTest, IdleConnectionsHoldNobodyUp) {
+  MetricsServerOptions o;
+  o.threads = 1;
+  o.head_timeout_ms = 120'000;  // the idle ones stay for the whole test
+  Start(std::move(o));
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 20; ++i) {
+    idle.push_back(std::make_unique<RawClient>(server_->address()));
+    ASSERT_TRUE(idle.back()->handshaken());
+  }
+  // (cpp-httplib held a thread per connection: the 5th request waited for
+  // the idle ones to time out.)
+  Reply r = Scrape(server_->address(), pki_, &pki_.user);
+  ASSERT_TRUE(r.connected);
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST_F(LimitsTest, AHeadTooLargeOrTooSlowIsCutOff) {
+  MetricsServerOptions o;
+  o.head_timeout_ms = 1'000;
+  Start(std::move(o));
+  signal(SIGPIPE, SIG_IGN);  // writes to a connection the server cut
+  {
+    // Endless header lines, each short (cpp-httplib counted only each
+    // line's length, and kept every line): the server stops reading past
+    // its limit and closes, long before 64 MiB went.
+    RawClient c(server_->address());
+    ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: x\r\n"));
+    const std::string line = "X-Pad: " + std::string(1000, 'a') + "\r\n";
+    size_t sent = 0;
+    while (sent < (64u << 20) && c.Send(line)) sent += line.size();
+    EXPECT_LT(sent, 64u << 20) << "the server read a 64 MiB head";
+  }
+  {
+    // Slowloris: a header line at a time, never the end of the head. The
+    // connection goes at the head deadline, however steadily bytes come.
+    RawClient c(server_->address());
+    ASSERT_TRUE(c.Send("GET / HTTP/1.1\r\nHost: x\r\n"));
+    bool cut = false;
+    for (int i = 0; i < 100 && !cut; ++i) {  // up to 20 s of trickling
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      cut = !c.Send("X-A: b\r\n");
+    }
+    EXPECT_TRUE(cut) << "the server kept reading a head for 20 s";
+  }
+  // The server still answers.
+  Reply r = Scrape(server_->address(), pki_, &pki_.user);
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST_F(LimitsTest, ConnectionsPerClientAreCapped) {
+  MetricsServerOptions o;
+  o.max_connections_per_client = 3;
+  o.head_timeout_ms = 120'000;
+  Start(std::move(o));
+  std::vector<std::unique_ptr<RawClient>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<RawClient>(server_->address()));
+    ASSERT_TRUE(held.back()->handshaken());
+  }
+  RawClient fourth(server_->address());
+  EXPECT_FALSE(fourth.handshaken()) << "a 4th connection from one address was served";
+  held.pop_back();  // one closes: room again
+  bool served = false;
+  for (int i = 0; i < 100 && !served; ++i) {  // its close reaches the server soon
+    RawClient again(server_->address());
+    served = again.handshaken();
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(served);
+}
+
+TEST_F(LimitsTest, NoRangesAndSecurityHeadersEverywhere) {
+  Start(MetricsServerOptions());
+  RawClient c(server_->address());
+  ASSERT_TRUE(c.Send("GET /some/page HTTP/1.1\r\nHost: x\r\nRange: bytes=0-,0-,0-,0-\r\nConnection: close\r\n\r\n"));
+  const std::string answer = c.ReadAll();
+  EXPECT_TRUE(absl::StartsWith(answer, "HTTP/1.1 200")) << answer.substr(0, 200);
+  EXPECT_EQ(answer.find("page /some/page"), answer.rfind("page /some/page")) << "the body came more than once";
+  RawClient d(server_->address());
+  ASSERT_TRUE(d.Send("DELETE /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  const std::string refused = d.ReadAll();
+  EXPECT_TRUE(absl::StartsWith(refused, "HTTP/1.1 405")) << refused.substr(0, 200);
+  EXPECT_TRUE(absl::StrContains(refused, "Content-Security-Policy")) << refused;
+  EXPECT_TRUE(absl::StrContains(refused, "X-Frame-Options: DENY")) << refused;
 }
 
 }  // namespace

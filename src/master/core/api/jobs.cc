@@ -135,10 +135,12 @@ absl::StatusOr<v1::ScaleResponse> JobsApi::Scale(const Principal& who, const v1:
     if (req.dry_run()) return std::vector<v1::Mutation>{};
     // Survivors are not touched: those a rollout has not reached yet stay
     // held, and the rollout goes on with its strategy.
-    return std::vector<v1::Mutation>{cell::PlanUpdate(
+    v1::Mutation m = cell::PlanUpdate(
         *job, next, resp.diff(),
         absl::StrCat("scaled from ", job->spec.task_count(), " to ", req.tasks(), " tasks by ", who.name),
-        job->rollout.has_strategy() ? &job->rollout.strategy() : nullptr, /*hold_outdated=*/true)};
+        job->rollout.has_strategy() ? &job->rollout.strategy() : nullptr, /*hold_outdated=*/true);
+    m.mutable_job_updated()->set_resize(true);  // a paused or failed rollout stays so
+    return std::vector<v1::Mutation>{m};
   };
   HERD_ASSIGN_OR_RETURN(int64_t rev, ctx_.committer->Commit(who.name, build));
   resp.set_revision(rev);

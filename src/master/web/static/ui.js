@@ -29,5 +29,5 @@
     busy = false;
   }
   poll();
-  setInterval(poll, 1000);
+  setInterval(poll, 2000);
 })();
