@@ -4,7 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
+#include "absl/strings/str_join.h"
 #include "base/status.h"
+#include "cell/batch.h"
 #include "cell/constraints.h"
 #include "cell/job_update.h"
 #include "cell/task_template.h"
@@ -107,6 +109,9 @@ v1::Job Job::ToProto(bool with_versions) const {
   if (with_versions) {
     for (const v1::JobVersion& rec : versions) *j.add_versions() = rec;
   }
+  for (const v1::ScheduledRun& r : runs) *j.add_runs() = r;
+  j.set_last_due_ms(last_due_ms);
+  j.set_scheduled_by(scheduled_by);
   return j;
 }
 
@@ -225,7 +230,7 @@ absl::Status CellState::CheckSubmit(const v1::JobsSubmitted& m) const {
       return absl::AlreadyExistsError(absl::StrCat("job ", id, " already exists and is not dead"));
     }
   }
-  return absl::OkStatus();
+  return CheckAfter(m);
 }
 
 absl::Status CellState::CheckSpec(const v1::JobSpec& s) const {
@@ -245,6 +250,9 @@ absl::Status CellState::CheckSpec(const v1::JobSpec& s) const {
       return absl::InvalidArgumentError(absl::StrCat("job ", id, " task ", i, ": negative resources"));
     }
   }
+  if (absl::Status st = CheckBatchFields(s); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", id, ": ", st.message()));
+  }
   return absl::OkStatus();
 }
 
@@ -259,6 +267,21 @@ absl::Status CellState::CheckJobUpdated(const v1::JobUpdated& u) const {
   if (u.expect_version() != 0 && u.expect_version() != j->version) {
     return absl::FailedPreconditionError(absl::StrCat("job ", id, " is at version ", j->version, ", not ",
                                                       u.expect_version(), " (it changed meanwhile)"));
+  }
+  if (j->scheduled() != !u.spec().schedule().empty()) {
+    return absl::FailedPreconditionError(
+        j->scheduled() ? absl::StrCat("job ", id, " is a scheduled job; a spec without schedule: cannot update it "
+                                                  "(kill it first)")
+                       : absl::StrCat("job ", id, " is live and not scheduled; kill it before submitting it with "
+                                                  "schedule:"));
+  }
+  if (!std::equal(j->spec.after().begin(), j->spec.after().end(), u.spec().after().begin(),
+                  u.spec().after().end())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", id, ": after: cannot change while the job is live (kill it and submit it again)"));
+  }
+  if (j->scheduled() && (!u.restart().empty() || !u.reschedule().empty() || !u.hold().empty())) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", id, " is a scheduled job: it has no tasks to update"));
   }
   const int32_t survivors = std::min<int32_t>(static_cast<int32_t>(j->tasks.size()), u.spec().task_count());
   absl::flat_hash_set<int32_t> listed;
@@ -345,6 +368,10 @@ absl::Status CellState::CheckScheduled(const v1::TaskScheduled& m) const {
   if (t->state_ != v1::Task::PENDING) {
     return absl::FailedPreconditionError(
         absl::StrCat("task ", name, " is ", v1::Task::State_Name(t->state_), ", not PENDING"));
+  }
+  if (t->job_->waiting()) {
+    return absl::FailedPreconditionError(absl::StrCat("task ", name, " waits for ",
+                                                      absl::StrJoin(t->job_->spec.after(), ", "), " (after:)"));
   }
   if (m.expect_state_revision() != 0 && t->state_revision_ != m.expect_state_revision()) {
     return absl::FailedPreconditionError(absl::StrCat("task ", name, " changed at revision ", t->state_revision_,
@@ -433,6 +460,10 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
       return CheckTasksUpdated(m.tasks_updated());
     case v1::Mutation::kRolloutChanged:
       return CheckRolloutChanged(m.rollout_changed());
+    case v1::Mutation::kJobReleased:
+      return CheckJobReleased(m.job_released());
+    case v1::Mutation::kScheduleTriggered:
+      return CheckScheduleTriggered(m.schedule_triggered());
     case v1::Mutation::kTaskScheduled:
       return CheckScheduled(m.task_scheduled());
     case v1::Mutation::kTaskObserved:
@@ -505,6 +536,12 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
       break;
     case v1::Mutation::kRolloutChanged:
       ApplyRolloutChanged(m);
+      break;
+    case v1::Mutation::kJobReleased:
+      ApplyJobReleased(m, fx);
+      break;
+    case v1::Mutation::kScheduleTriggered:
+      ApplyScheduleTriggered(m, fx);
       break;
     case v1::Mutation::kTaskScheduled:
       ApplyScheduled(m, fx);
@@ -581,7 +618,7 @@ void CellState::Transition(Task* t, v1::Task::State to, Event::Transition why, a
       // Placed again, it runs the job's current spec: an outdated task
       // (held back by a rolling update) catches up now.
       if (t->outdated()) TakeSpec(t);
-      pending_.insert(t);
+      Enqueue(t);
     }
     if (to == v1::Task::DEAD) AddUsage(*t, false);
   }
@@ -628,11 +665,16 @@ void CellState::Unplace(Task* t, Effects* fx) {
   fx->machines.push_back(mach->name_);
 }
 
-void CellState::UpdateJobState(Job* j, const v1::Mutation& m) {
+void CellState::UpdateJobState(Job* j, const v1::Mutation& m, const std::string* kill_reason) {
   v1::Job::State s;
   const int32_t total = static_cast<int32_t>(j->tasks.size());
-  if (j->dead == total) {
+  if (j->scheduled()) {
+    // No tasks: SCHEDULED until killed.
+    s = kill_reason != nullptr ? v1::Job::DEAD : j->state;
+  } else if (j->dead == total) {
     s = v1::Job::DEAD;
+  } else if (j->waiting()) {
+    s = v1::Job::WAITING;  // until JobReleased
   } else if (j->running > 0) {
     s = v1::Job::RUNNING;
   } else {
@@ -652,18 +694,40 @@ void CellState::UpdateJobState(Job* j, const v1::Mutation& m) {
   } else {
     // Dead: killed if any task was killed last, else finished or failed.
     bool any_failed = false;
+    std::string failed_reason;
     for (const Task& t : j->tasks) {
-      if (t.last_event() && t.last_event()->transition == Event::FAIL) any_failed = true;
+      if (t.last_event() && t.last_event()->transition == Event::FAIL) {
+        if (!any_failed) failed_reason = t.last_event()->reason;
+        any_failed = true;
+      }
     }
-    if (m.has_job_killed()) {
+    if (kill_reason != nullptr) {
       why = Event::KILL;
-      reason = m.job_killed().reason().empty() ? "killed" : m.job_killed().reason();
+      reason = kill_reason->empty() ? "killed" : *kill_reason;
+    } else if (m.has_job_released()) {
+      why = Event::FAIL;
+      reason = failed_reason;  // "dependency D failed: ..."
     } else {
       why = any_failed ? Event::FAIL : Event::FINISH;
       reason = any_failed ? "every task is dead; some failed" : "every task finished";
     }
   }
   j->last_event = EventRec{why, m.time_ms(), revision_, std::move(reason), ""};
+  if (s == v1::Job::DEAD && !j->scheduled_by.empty()) RecordRunOutcome(*j);
+}
+
+void CellState::RecordRunOutcome(const Job& run) {
+  Job* parent = MutableJob(run.scheduled_by);
+  if (parent == nullptr || !parent->scheduled()) return;
+  for (v1::ScheduledRun& r : parent->runs) {
+    if (r.job() != run.id || r.outcome() != v1::ScheduledRun::STARTED) continue;
+    const Event::Transition why = run.last_event.transition;
+    r.set_outcome(why == Event::FINISH ? v1::ScheduledRun::SUCCEEDED
+                  : why == Event::KILL ? v1::ScheduledRun::KILLED
+                                       : v1::ScheduledRun::FAILED);
+    r.set_message(run.last_event.reason);
+    r.set_end_ms(run.last_event.time_ms);
+  }
 }
 
 void CellState::RecordRequest(const std::string& request_id, std::vector<std::string> jobs) {
@@ -676,58 +740,70 @@ void CellState::RecordRequest(const std::string& request_id, std::vector<std::st
   }
 }
 
+void CellState::Enqueue(Task* t) {
+  if (!t->job_->waiting()) pending_.insert(t);
+}
+
+Job* CellState::CreateJob(const v1::JobSpec& spec, const v1::Mutation& m, const std::string& request_id,
+                          const std::string& reason, Effects* fx) {
+  std::string id = JobId(spec.user(), spec.name());
+  if (auto it = jobs_.find(id); it != jobs_.end()) {
+    // A dead job being submitted again (Figure 2: DEAD -> submit -> PENDING).
+    task_counts_[v1::Task::DEAD] -= static_cast<int64_t>(it->second->tasks.size());
+    jobs_.erase(it);
+  }
+  auto job = std::make_unique<Job>();
+  job->id = id;
+  job->spec = spec;
+  job->state = spec.schedule().empty() ? (spec.after().empty() ? v1::Job::PENDING : v1::Job::WAITING)
+                                       : v1::Job::SCHEDULED;
+  job->submit_time_ms = m.time_ms();
+  job->submit_revision = revision_;
+  job->state_revision = revision_;
+  job->request_id = request_id;
+  job->version = 1;
+  job->version_revision = revision_;
+  job->last_due_ms = job->scheduled() ? m.time_ms() : 0;
+  std::string event = reason;
+  if (job->waiting()) {
+    absl::StrAppend(&event, "; waiting for ", absl::StrJoin(spec.after(), ", "), " to finish (after:)");
+  }
+  job->last_event = EventRec{Event::SUBMIT, m.time_ms(), revision_, event, ""};
+  const int32_t count = job->scheduled() ? 0 : spec.task_count();
+  job->tasks.resize(count);
+  AddVersion(job.get(), m, reason);
+  Job* j = job.get();
+  jobs_.emplace(id, std::move(job));
+  for (int32_t i = 0; i < count; ++i) {
+    Task& t = j->tasks[i];
+    t.job_ = j;
+    t.index_ = i;
+    t.priority_ = spec.priority();
+    t.state_ = v1::Task::PENDING;
+    t.resources_ = TaskResources(spec, i);
+    t.job_version_ = 1;
+    t.state_revision_ = revision_;
+    t.history_.push_back(EventRec{Event::SUBMIT, m.time_ms(), revision_, event, ""});
+    ++task_counts_[v1::Task::PENDING];
+    Enqueue(&t);
+    AddUsage(t, true);
+  }
+  j->pending = count;
+  if (count > 0 && !j->waiting()) fx->pending_added = true;
+  return j;
+}
+
 void CellState::ApplySubmit(const v1::Mutation& m, Effects* fx) {
   const v1::JobsSubmitted& s = m.jobs_submitted();
   std::vector<std::string> ids;
   for (const v1::JobSpec& spec : s.jobs()) {
-    std::string id = JobId(spec.user(), spec.name());
-    if (auto it = jobs_.find(id); it != jobs_.end()) {
-      // A dead job being submitted again (Figure 2: DEAD -> submit -> PENDING).
-      task_counts_[v1::Task::DEAD] -= static_cast<int64_t>(it->second->tasks.size());
-      jobs_.erase(it);
-    }
-    auto job = std::make_unique<Job>();
-    job->id = id;
-    job->spec = spec;
-    job->state = v1::Job::PENDING;
-    job->submit_time_ms = m.time_ms();
-    job->submit_revision = revision_;
-    job->state_revision = revision_;
-    job->request_id = s.request_id();
-    job->version = 1;
-    job->version_revision = revision_;
     std::string reason = absl::StrCat("submitted by ", m.actor().empty() ? spec.user() : m.actor());
-    job->last_event = EventRec{Event::SUBMIT, m.time_ms(), revision_, reason, ""};
-    job->tasks.resize(spec.task_count());
-    AddVersion(job.get(), m, reason);
-    Job* j = job.get();
-    jobs_.emplace(id, std::move(job));
-    for (int32_t i = 0; i < spec.task_count(); ++i) {
-      Task& t = j->tasks[i];
-      t.job_ = j;
-      t.index_ = i;
-      t.priority_ = spec.priority();
-      t.state_ = v1::Task::PENDING;
-      t.resources_ = TaskResources(spec, i);
-      t.job_version_ = 1;
-      t.state_revision_ = revision_;
-      t.history_.push_back(EventRec{Event::SUBMIT, m.time_ms(), revision_, reason, ""});
-      ++task_counts_[v1::Task::PENDING];
-      pending_.insert(&t);
-      AddUsage(t, true);
-    }
-    j->pending = spec.task_count();
-    ids.push_back(id);
+    ids.push_back(CreateJob(spec, m, s.request_id(), reason, fx)->id);
   }
-  fx->pending_added = true;
   RecordRequest(s.request_id(), std::move(ids));
 }
 
-void CellState::ApplyKill(const v1::Mutation& m, Effects* fx) {
-  Job* j = MutableJob(m.job_killed().job());
-  std::string reason = m.job_killed().reason().empty()
-                           ? absl::StrCat("killed by ", m.actor().empty() ? "user" : m.actor())
-                           : m.job_killed().reason();
+void CellState::KillTasks(Job* j, const std::string& reason, const v1::Mutation& m, Effects* fx) {
   for (Task& t : j->tasks) {
     if (t.state_ == v1::Task::DEAD) continue;
     std::string machine = t.machine_ ? t.machine_->name_ : "";
@@ -736,7 +812,15 @@ void CellState::ApplyKill(const v1::Mutation& m, Effects* fx) {
     t.pid_ = 0;
     Transition(&t, v1::Task::DEAD, Event::KILL, reason, m, machine);
   }
-  UpdateJobState(j, m);
+  UpdateJobState(j, m, &reason);
+}
+
+void CellState::ApplyKill(const v1::Mutation& m, Effects* fx) {
+  Job* j = MutableJob(m.job_killed().job());
+  std::string reason = m.job_killed().reason().empty()
+                           ? absl::StrCat("killed by ", m.actor().empty() ? "user" : m.actor())
+                           : m.job_killed().reason();
+  KillTasks(j, reason, m, fx);
 }
 
 void CellState::ResizeTasks(Job* j, int32_t count) {
@@ -748,7 +832,7 @@ void CellState::ResizeTasks(Job* j, int32_t count) {
     }
     j->tasks.reserve(n);
     for (Task& t : j->tasks) {
-      if (t.state_ == v1::Task::PENDING) pending_.insert(&t);
+      if (t.state_ == v1::Task::PENDING) Enqueue(&t);
       if (t.machine_ != nullptr) t.machine_->tasks_.insert(&t);
     }
   }
@@ -785,7 +869,8 @@ void CellState::ApplyJobUpdated(const v1::Mutation& m, Effects* fx) {
   const v1::JobUpdated& u = m.job_updated();
   Job* j = MutableJob(JobId(u.spec().user(), u.spec().name()));
   const int32_t old_count = static_cast<int32_t>(j->tasks.size());
-  const int32_t new_count = u.spec().task_count();
+  // A scheduled job has no tasks: the new spec reaches its next runs.
+  const int32_t new_count = j->scheduled() ? 0 : u.spec().task_count();
   const int64_t version = j->version + 1;
   const std::string by = m.actor().empty() ? "" : absl::StrCat(" by ", m.actor());
   // Removed tasks (the highest indexes) leave their machines, whose agents
@@ -819,9 +904,9 @@ void CellState::ApplyJobUpdated(const v1::Mutation& m, Effects* fx) {
                                   absl::StrCat("added with job version ", version, by), ""});
     ++task_counts_[v1::Task::PENDING];
     ++j->pending;
-    pending_.insert(&t);
+    Enqueue(&t);
     AddUsage(t, true);
-    fx->pending_added = true;
+    fx->pending_added = !j->waiting();
   }
   const absl::flat_hash_set<int32_t> restart(u.restart().begin(), u.restart().end());
   const absl::flat_hash_set<int32_t> reschedule(u.reschedule().begin(), u.reschedule().end());
@@ -836,8 +921,8 @@ void CellState::ApplyJobUpdated(const v1::Mutation& m, Effects* fx) {
     if (t->state_ == v1::Task::PENDING) {
       pending_.erase(t);  // its priority orders it there
       TakeSpec(t);
-      pending_.insert(t);
-      fx->pending_added = true;
+      Enqueue(t);
+      fx->pending_added = !j->waiting();
       continue;
     }
     if (t->state_ == v1::Task::DEAD) {

@@ -156,12 +156,24 @@ struct Job {
   static constexpr size_t kVersions = 20;
   // The latest change's rollout (state UNSPECIFIED before the first update).
   v1::Rollout rollout;
+  // A scheduled job (spec.schedule; docs/batch.md): its runs, oldest first
+  // (at most kRuns), and the latest due time acted on (its submit time
+  // before the first run).
+  std::deque<v1::ScheduledRun> runs;
+  static constexpr size_t kRuns = 20;
+  int64_t last_due_ms = 0;
+  // A run of a scheduled job: that job's id ("" for any other job).
+  std::string scheduled_by;
   // Index i at position i; spec.task_count of them. Only CellState changes
   // the count (JobUpdated), and it keeps every Task* it holds (pending set,
   // machines) valid when it does.
   std::vector<Task> tasks;
 
   int32_t priority() const { return spec.priority(); }
+  // A scheduled job: a template with no tasks (state SCHEDULED, DEAD once killed).
+  bool scheduled() const { return !spec.schedule().empty(); }
+  // Admitted, its tasks held back until spec.after has finished.
+  bool waiting() const { return state == v1::Job::WAITING; }
   // The spec of `version` (the current spec if it is not kept).
   const v1::JobSpec& SpecAt(int64_t version) const;
   const v1::JobVersion* FindVersion(int64_t version) const;
@@ -327,7 +339,23 @@ class CellState {
   absl::Status CheckJobUpdated(const v1::JobUpdated& m) const;
   absl::Status CheckTasksUpdated(const v1::TasksUpdated& m) const;
   absl::Status CheckRolloutChanged(const v1::RolloutChanged& m) const;
+  // spec.after of the jobs a submit creates: each names a job that exists
+  // (or is submitted with it) and is not scheduled, and no job waits for
+  // itself, directly or through others.
+  absl::Status CheckAfter(const v1::JobsSubmitted& m) const;
+  absl::Status CheckJobReleased(const v1::JobReleased& m) const;
+  absl::Status CheckScheduleTriggered(const v1::ScheduleTriggered& m) const;
   void ApplyUser(const v1::Mutation& m);
+  void ApplyJobReleased(const v1::Mutation& m, Effects* fx);
+  void ApplyScheduleTriggered(const v1::Mutation& m, Effects* fx);
+  // A new job from `spec` (replacing a DEAD one of its id): every task
+  // PENDING, or WAITING with spec.after, or none for a scheduled job.
+  Job* CreateJob(const v1::JobSpec& spec, const v1::Mutation& m, const std::string& request_id,
+                 const std::string& reason, Effects* fx);
+  // Every live task of the job DEAD (KILL, reason), off its machine.
+  void KillTasks(Job* j, const std::string& reason, const v1::Mutation& m, Effects* fx);
+  // A PENDING task joins the scheduler's queue, unless its job is WAITING.
+  void Enqueue(Task* t);
 
   void ApplySubmit(const v1::Mutation& m, Effects* fx);
   void ApplyKill(const v1::Mutation& m, Effects* fx);
@@ -379,7 +407,11 @@ class CellState {
   // undoes it.
   static void AttachToMachine(Task* t, Machine* mach);
   static void DetachFromMachine(Task* t);
-  void UpdateJobState(Job* j, const v1::Mutation& m);
+  // `kill_reason`: the job was killed (every live task), with this reason.
+  void UpdateJobState(Job* j, const v1::Mutation& m, const std::string* kill_reason = nullptr);
+  // A run of a scheduled job died: its outcome goes into the scheduled
+  // job's run history.
+  void RecordRunOutcome(const Job& run);
   void AddUsage(const Task& t, bool add);
   void RecordRequest(const std::string& request_id, std::vector<std::string> jobs);
 

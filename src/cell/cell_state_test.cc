@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "base/rng.h"
+#include "cell/batch.h"
 #include "cell/job_update.h"
 #include "cell/rollout.h"
 #include "testing/builders.h"
@@ -251,16 +252,54 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
     }
     for (int step = 0; step < 1500; ++step) {
       v1::Mutation m;
-      int kind = rng.Uniform(11);
+      int kind = rng.Uniform(13);
       bool planned = false;
       if (kind == 0 || jobs.empty()) {
         std::string name = "j" + std::to_string(rng.Uniform(12));
-        m = Submit(JobBuilder(name, rng.Uniform(2) ? "alice" : "bob")
-                       .Tasks(1 + rng.Uniform(4))
-                       .Priority(static_cast<int32_t>(rng.Uniform(3) * 100 + rng.Uniform(2) * 150))
-                       .Cpu(100 + 100 * rng.Uniform(10))
-                       .Build());
+        v1::JobSpec spec = JobBuilder(name, rng.Uniform(2) ? "alice" : "bob")
+                               .Tasks(1 + rng.Uniform(4))
+                               .Priority(static_cast<int32_t>(rng.Uniform(3) * 100 + rng.Uniform(2) * 150))
+                               .Cpu(100 + 100 * rng.Uniform(10))
+                               .Build();
+        // Some wait for another job (perhaps a missing one, or in a
+        // cycle: refused); some are scheduled jobs.
+        if (rng.Uniform(2) == 0) {
+          if (state.jobs().empty() || rng.Uniform(8) == 0) {
+            spec.add_after("alice/j0");  // perhaps missing
+          } else {
+            auto it = state.jobs().begin();
+            std::advance(it, rng.Uniform(state.jobs().size()));
+            spec.add_after(it->first);
+          }
+        }
+        if (rng.Uniform(8) == 0) spec.set_schedule("* * * * *");
+        m = Submit(spec);
         jobs.push_back(m.jobs_submitted().jobs(0).user() + "/" + name);
+      } else if (kind == 11) {
+        // The batch controller's dependency decisions always pass, in order.
+        for (v1::Mutation& r : StepDependencies(state)) {
+          r.set_time_ms(step);
+          ASSERT_TRUE(state.Apply(r).ok()) << "seed " << seed << " step " << step << ": " << r.ShortDebugString();
+          accepted.push_back(r);
+        }
+        m = Up(machines[0]);
+      } else if (kind == 12) {
+        // A scheduled job's due time: a run, a skip or a replacement (or
+        // an invalid one: a due time not after the last).
+        std::vector<std::string> scheduled;
+        for (const auto& [id, j] : state.jobs()) {
+          if (j->scheduled()) scheduled.push_back(id);
+        }
+        const std::string job = scheduled.empty() || rng.Uniform(8) == 0 ? jobs[rng.Uniform(jobs.size())]
+                                                                         : scheduled[rng.Uniform(scheduled.size())];
+        const Job* j = state.FindJob(job);
+        const int64_t due = (j ? j->last_due_ms : 0) + 60'000 * (static_cast<int64_t>(rng.Uniform(3)) - 0);
+        std::vector<std::string> live = j ? LiveRuns(state, *j) : std::vector<std::string>{};
+        m = Triggered(job, due, rng.Uniform(4) == 0 ? "skipped" : "",
+                      rng.Uniform(2) == 0 ? live : std::vector<std::string>{});
+        if (m.schedule_triggered().run().empty()) m.mutable_schedule_triggered()->clear_replace();
+        if (!m.schedule_triggered().run().empty()) jobs.push_back(m.schedule_triggered().run());
+        m.set_time_ms(step);
       } else {
         const std::string& job = jobs[rng.Uniform(jobs.size())];
         const std::string& mach = machines[rng.Uniform(machines.size())];
@@ -319,6 +358,9 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
             } else {
               UpdateOptions o;
               o.keep_survivors = rng.Uniform(2) == 0;
+              // As herd scale plans it: a new count only (keeping survivors
+              // as they run skips the fit check, so limits must not grow).
+              if (o.keep_survivors) *next.mutable_task()->mutable_resources() = j->spec.task().resources();
               m = UpdateMutation(next, DiffJob(state, j, next, o), "walk");
               // What the planner says always passes the check.
               planned = j->state != v1::Job::DEAD;
@@ -367,6 +409,10 @@ TEST(CellStateProperty, RandomWalkKeepsInvariantsAndReplays) {
         << "seed " << seed;
     EXPECT_GT(state.revision(), 100);
     EXPECT_GT(std::count_if(accepted.begin(), accepted.end(), [](const auto& m) { return m.has_job_updated(); }), 10)
+        << "seed " << seed;
+    EXPECT_GT(std::count_if(accepted.begin(), accepted.end(), [](const auto& m) { return m.has_job_released(); }), 3)
+        << "seed " << seed;
+    EXPECT_GT(std::count_if(accepted.begin(), accepted.end(), [](const auto& m) { return m.has_schedule_triggered(); }), 3)
         << "seed " << seed;
   }
 }

@@ -17,7 +17,10 @@ absl::Status CellState::CheckInvariants() const {
   absl::flat_hash_map<const Machine*, size_t> on_machine;
   for (const auto& [id, j] : jobs_) {
     if (j->id != id) return fail("job key ", id, " != id ", j->id);
-    if (static_cast<int32_t>(j->tasks.size()) != j->spec.task_count()) return fail("job ", id, " task count");
+    const int32_t want_tasks = j->scheduled() ? 0 : j->spec.task_count();
+    if (static_cast<int32_t>(j->tasks.size()) != want_tasks) return fail("job ", id, " task count");
+    if (j->runs.size() > Job::kRuns) return fail("job ", id, " keeps ", j->runs.size(), " runs");
+    if (!j->runs.empty() && !j->scheduled()) return fail("job ", id, " has runs and no schedule");
     int32_t p = 0, r = 0, d = 0;
     for (const Task& t : j->tasks) {
       std::string name = TaskName(id, t.index_);
@@ -26,8 +29,12 @@ absl::Status CellState::CheckInvariants() const {
       ++counts[t.state_];
       if (t.state_ == v1::Task::PENDING) {
         ++p;
-        ++pending;
-        if (!pending_.contains(const_cast<Task*>(&t))) return fail("pending task ", name, " not queued");
+        if (j->waiting()) {
+          if (pending_.contains(const_cast<Task*>(&t))) return fail("task ", name, " of a WAITING job is queued");
+        } else {
+          ++pending;
+          if (!pending_.contains(const_cast<Task*>(&t))) return fail("pending task ", name, " not queued");
+        }
         if (t.machine_) return fail("pending task ", name, " has a machine");
       } else if (t.state_ == v1::Task::RUNNING) {
         ++r;
@@ -57,9 +64,15 @@ absl::Status CellState::CheckInvariants() const {
       }
     }
     if (p != j->pending || r != j->running || d != j->dead) return fail("job ", id, " counts");
-    v1::Job::State want = d == j->spec.task_count() ? v1::Job::DEAD
-                          : r > 0                   ? v1::Job::RUNNING
-                                                    : v1::Job::PENDING;
+    v1::Job::State want = d == want_tasks ? v1::Job::DEAD
+                          : r > 0         ? v1::Job::RUNNING
+                                          : v1::Job::PENDING;
+    if (j->scheduled()) {
+      want = j->state == v1::Job::DEAD ? v1::Job::DEAD : v1::Job::SCHEDULED;  // no tasks: SCHEDULED until killed
+    } else if (j->state == v1::Job::WAITING && want != v1::Job::DEAD) {
+      if (r > 0) return fail("WAITING job ", id, " runs tasks");
+      want = v1::Job::WAITING;
+    }
     if (j->state != want) return fail("job ", id, " state ", v1::Job::State_Name(j->state));
   }
   for (int s = 1; s < 4; ++s) {

@@ -184,6 +184,16 @@ void DiffFields(const v1::JobSpec& a, const v1::JobSpec& b, v1::JobDiff* out) {
   }
   d.Message("disruption_budget", a.disruption_budget(), b.disruption_budget(), v1::UPDATE_NONE);
   d.Message("update", a.update(), b.update(), v1::UPDATE_NONE);
+  // A scheduled job's: they reach its next runs, not tasks.
+  if (a.schedule() != b.schedule()) d.Add("schedule", a.schedule(), b.schedule(), v1::UPDATE_NONE);
+  if (a.time_zone() != b.time_zone()) d.Add("time_zone", a.time_zone(), b.time_zone(), v1::UPDATE_NONE);
+  if (a.concurrency() != b.concurrency()) {
+    d.Add("concurrency", v1::Concurrency_Name(a.concurrency()), v1::Concurrency_Name(b.concurrency()),
+          v1::UPDATE_NONE);
+  }
+  if (!SameList(a.after(), b.after())) {
+    d.Add("after", absl::StrJoin(a.after(), ","), absl::StrJoin(b.after(), ","), v1::UPDATE_NONE);
+  }
   // Overrides: their class is that of the tasks they name (set later).
   bool overrides_differ = a.overrides_size() != b.overrides_size();
   for (int i = 0; !overrides_differ && i < a.overrides_size(); ++i) {
@@ -210,6 +220,10 @@ void DiffFields(const v1::JobSpec& a, const v1::JobSpec& b, v1::JobDiff* out) {
     s->clear_at_most_once();
     s->clear_disruption_budget();
     s->clear_update();
+    s->clear_schedule();
+    s->clear_time_zone();
+    s->clear_concurrency();
+    s->clear_after();
     v1::TaskTemplate* t = s->mutable_task();
     t->clear_command();
     t->clear_args();
@@ -432,6 +446,7 @@ v1::JobDiff DiffJob(const CellState& state, const Job* job, const v1::JobSpec& n
   }
   d.set_to_version(job->version + 1);
   DiffFields(prev, next, &d);
+  if (job->scheduled()) return d;  // a template, no tasks: the change reaches its next runs
 
   const int32_t survivors = std::min(old_count, next.task_count());
   std::vector<Verdict> verdicts(survivors);

@@ -81,11 +81,15 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     }
     j->rollout = pj.rollout();
     j->rollout.clear_outdated();  // computed
+    j->runs.assign(pj.runs().begin(), pj.runs().end());
+    j->last_due_ms = pj.last_due_ms();
+    j->scheduled_by = pj.scheduled_by();
     if (pj.spec().task_count() < 0 || pj.spec().task_count() > 100'000) {
       return absl::DataLossError(absl::StrCat("snapshot: job ", pj.id(), " has a bad task count"));
     }
-    j->tasks.resize(pj.spec().task_count());
-    for (int32_t i = 0; i < pj.spec().task_count(); ++i) {
+    const int32_t count = j->scheduled() ? 0 : pj.spec().task_count();  // a scheduled job has none
+    j->tasks.resize(count);
+    for (int32_t i = 0; i < count; ++i) {
       j->tasks[i].job_ = j.get();
       j->tasks[i].index_ = i;
       j->tasks[i].priority_ = pj.spec().priority();
@@ -125,7 +129,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     Job* j = t->job_;
     if (t->state_ == v1::Task::PENDING) {
       ++j->pending;
-      c.pending_.insert(t);
+      c.Enqueue(t);
     } else if (t->state_ == v1::Task::RUNNING) {
       ++j->running;
       Machine* m = c.MutableMachine(pt.machine());

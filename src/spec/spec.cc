@@ -132,7 +132,15 @@ absl::StatusOr<std::vector<v1::JobSpec>> FileReader::Read(const std::vector<YAML
       spec.set_user(opts_.default_user);
     }
     spec.set_source(source_);
-    for (const Issue& issue : ValidateIssues(spec)) map.ReportIssue(issue);
+    NormalizeAfter(&spec);
+    std::vector<Issue> issues = ValidateIssues(spec);
+    if (opts_.check_after && issues.empty()) {
+      for (int a = 0; a < spec.after_size(); ++a) {
+        std::string problem = opts_.check_after(spec.after(a));
+        if (!problem.empty()) issues.push_back({absl::StrCat("after[", a, "]"), std::move(problem)});
+      }
+    }
+    for (const Issue& issue : issues) map.ReportIssue(issue);
     CheckDuplicate(spec, static_cast<int>(i), map);
     specs.push_back(std::move(spec));
   }

@@ -12,6 +12,7 @@
 // paths only; Jsonnet's own syntax and runtime errors keep its file:line.)
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,11 @@ struct ParseOptions {
   // Fills JobSpec.user for jobs that do not name one (e.g. the logged-in
   // user). When empty, such jobs are an error.
   std::string default_user;
+  // Asked about each job named in `after:` (as USER/NAME): "" if it may be
+  // waited for, else what is wrong ("there is no job alice/build"),
+  // reported at that entry's line. Unset: not asked (the master still
+  // checks when the job is submitted).
+  std::function<std::string(const std::string& job_id)> check_after;
 };
 
 // The format kAuto means for `path`.

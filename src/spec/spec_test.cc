@@ -875,3 +875,72 @@ TEST(SpecTest, AtMostOnce) {
 
 }  // namespace
 }  // namespace herd::spec
+
+namespace herd::spec {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(SpecBatchTest, AfterScheduleTimeZoneAndConcurrencyParse) {
+  auto specs = ParseText(R"(jobs:
+  - {name: fetch, user: alice, command: [/bin/true], resources: {cpu: 1, memory: 1Gi}}
+  - {name: train, user: alice, after: [fetch, bob/data], command: [/bin/true], resources: {cpu: 1, memory: 1Gi}}
+  - name: nightly
+    user: alice
+    schedule: "30 2 * * mon-fri"
+    time_zone: Europe/Berlin
+    concurrency: Replace
+    command: [/bin/true]
+    resources: {cpu: 1, memory: 1Gi}
+)",
+                         "jobs.yaml", Format::kAuto);
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  ASSERT_EQ(specs->size(), 3u);
+  // A bare name is the same user's job.
+  EXPECT_THAT((*specs)[1].after(), ElementsAre("alice/fetch", "bob/data"));
+  EXPECT_EQ((*specs)[2].schedule(), "30 2 * * mon-fri");
+  EXPECT_EQ((*specs)[2].time_zone(), "Europe/Berlin");
+  EXPECT_EQ((*specs)[2].concurrency(), v1::REPLACE);
+}
+
+TEST(SpecBatchTest, ErrorsPointAtTheirLine) {
+  auto errors = [](absl::string_view text) {
+    auto specs = ParseText(text, "job.yaml", Format::kAuto);
+    EXPECT_FALSE(specs.ok());
+    return std::string(specs.status().message());
+  };
+  const std::string head = "name: n\nuser: alice\ncommand: [/bin/true]\nresources: {cpu: 1, memory: 1Gi}\n";
+  EXPECT_EQ(errors(head + "schedule: \"61 * * * *\"\n"), "job.yaml:5:11: schedule: minute field '61': 61 is outside 0-59");
+  EXPECT_EQ(errors(head + "schedule: \"* * * * *\"\ntime_zone: Mars/Base\n"),
+            "job.yaml:6:12: time_zone: unknown time zone 'Mars/Base' (an IANA name, e.g. Europe/Berlin, "
+            "America/New_York or UTC)");
+  EXPECT_EQ(errors(head + "schedule: \"* * * * *\"\nconcurrency: sometimes\n"),
+            "job.yaml:6:14: concurrency: unknown policy 'sometimes'; use forbid (skip a run while the last is live), "
+            "allow or replace");
+  EXPECT_EQ(errors(head + "concurrency: allow\n"),
+            "job.yaml:5:14: concurrency: only for a scheduled job (schedule:)");
+  EXPECT_EQ(errors(head + "after: fetch\n"),
+            "job.yaml:5:8: after: expected a list of jobs to wait for, e.g. [build, alice/fetch], got 'fetch'");
+  EXPECT_EQ(errors(head + "after: [n]\n"), "job.yaml:5:9: after[0]: a job cannot wait for itself");
+  EXPECT_EQ(errors(head + "after:\n  - a\n  - Bad/x\n"),
+            "job.yaml:7:5: after[1]: 'Bad/x' is not a job (USER/NAME)");
+}
+
+TEST(SpecBatchTest, CheckAfterReportsMissingJobsAtTheirLine) {
+  ParseOptions opts;
+  std::vector<std::string> asked;
+  opts.check_after = [&](const std::string& id) -> std::string {
+    asked.push_back(id);
+    return id == "alice/fetch" ? "" : "there is no job " + id;
+  };
+  auto specs = ParseText(
+      "name: n\nuser: alice\ncommand: [/bin/true]\nresources: {cpu: 1, memory: 1Gi}\nafter:\n  - fetch\n  - biuld\n",
+      "job.yaml", Format::kAuto, opts);
+  ASSERT_FALSE(specs.ok());
+  EXPECT_EQ(specs.status().message(), "job.yaml:7:5: after[1]: there is no job alice/biuld");
+  EXPECT_THAT(asked, ElementsAre("alice/fetch", "alice/biuld"));
+}
+
+}  // namespace
+}  // namespace herd::spec

@@ -9,7 +9,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/ids.h"
+#include "absl/time/time.h"
 #include "base/units.h"
+#include "cell/batch.h"
 #include "cell/task_template.h"
 #include "spec/constraint_text.h"
 #include "spec/limits.h"
@@ -385,7 +387,36 @@ void CheckOverride(const v1::TaskOverride& o, const std::string& path, const v1:
   CheckExtended(o.extended(), rp, out);
 }
 
+// after, schedule, time_zone, concurrency: the cell's own checks (one
+// issue, its path first), then whether the time zone exists here.
+void CheckBatch(const v1::JobSpec& spec, Issues* out) {
+  if (absl::Status st = cell::CheckBatchFields(spec); !st.ok()) {
+    absl::string_view msg = st.message();
+    size_t colon = msg.find(": ");
+    if (colon == absl::string_view::npos) {
+      out->Add("", std::string(msg));
+    } else {
+      out->Add(std::string(msg.substr(0, colon)), std::string(msg.substr(colon + 2)));
+    }
+  }
+  if (!spec.time_zone().empty()) {
+    absl::TimeZone zone;
+    if (!absl::LoadTimeZone(spec.time_zone(), &zone)) {
+      out->Add("time_zone", absl::StrCat("unknown time zone '", spec.time_zone(),
+                                         "' (an IANA name, e.g. Europe/Berlin, America/New_York or UTC)"));
+    }
+  }
+}
+
 }  // namespace
+
+void NormalizeAfter(v1::JobSpec* spec) {
+  for (std::string& dep : *spec->mutable_after()) {
+    if (!dep.empty() && dep.find('/') == std::string::npos && !spec->user().empty()) {
+      dep = JobId(spec->user(), dep);
+    }
+  }
+}
 
 bool IsValidEnvName(absl::string_view name) {
   if (name.empty() || absl::ascii_isdigit(name[0])) return false;
@@ -495,6 +526,7 @@ std::vector<Issue> ValidateIssues(const v1::JobSpec& spec) {
   for (int i = 0; i < spec.overrides_size(); ++i) {
     CheckOverride(spec.overrides(i), Index("overrides", i), spec, &out);
   }
+  CheckBatch(spec, &out);
   return out.Take();
 }
 

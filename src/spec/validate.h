@@ -36,6 +36,10 @@ std::vector<Issue> ValidateIssues(const v1::JobSpec& spec);
 // every problem, one per line, as "field.path: what is wrong".
 absl::Status Validate(const v1::JobSpec& spec);
 
+// Writes each `after` entry that names a job by NAME alone as USER/NAME,
+// with the spec's user (a job waits for its own user's jobs by default).
+void NormalizeAfter(v1::JobSpec* spec);
+
 // True for names a process environment accepts: [A-Za-z_][A-Za-z0-9_]*.
 bool IsValidEnvName(absl::string_view name);
 

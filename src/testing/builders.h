@@ -55,6 +55,19 @@ class JobBuilder {
   JobBuilder& DifferentMachines(bool on = true) { spec_.set_different_machines(on); return *this; }
   JobBuilder& AtMostOnce(bool on = true) { spec_.set_at_most_once(on); return *this; }
   JobBuilder& Grace(int64_t ms) { spec_.set_grace_period_ms(ms); return *this; }
+  // Waits for these jobs ("user/name") to finish (spec.after).
+  JobBuilder& After(std::vector<std::string> jobs) {
+    for (auto& j : jobs) spec_.add_after(j);
+    return *this;
+  }
+  // A scheduled job (spec.schedule).
+  JobBuilder& Schedule(const std::string& cron, v1::Concurrency c = v1::CONCURRENCY_UNSPECIFIED,
+                       const std::string& zone = "") {
+    spec_.set_schedule(cron);
+    spec_.set_concurrency(c);
+    spec_.set_time_zone(zone);
+    return *this;
+  }
   JobBuilder& MaxPerDomain(const std::string& attr, int32_t n) {
     (*spec_.mutable_max_per_domain())[attr] = n;
     return *this;
@@ -117,6 +130,22 @@ inline v1::Mutation Submit(std::vector<v1::JobSpec> jobs, std::string request_id
   return m;
 }
 inline v1::Mutation Submit(const v1::JobSpec& job) { return Submit(std::vector<v1::JobSpec>{job}); }
+
+// The batch controller's start of a run of a scheduled job (or, with
+// `skipped`, the record of a run not started).
+inline v1::Mutation Triggered(const std::string& job, int64_t due_ms, const std::string& skipped = "",
+                              std::vector<std::string> replace = {}, int32_t missed = 0) {
+  v1::Mutation m;
+  m.set_time_ms(due_ms);
+  v1::ScheduleTriggered* t = m.mutable_schedule_triggered();
+  t->set_job(job);
+  t->set_due_ms(due_ms);
+  if (skipped.empty()) t->set_run(job + "-" + std::to_string(due_ms / 1000));
+  t->set_skipped(skipped);
+  for (auto& r : replace) t->add_replace(r);
+  t->set_missed(missed);
+  return m;
+}
 
 inline v1::Mutation Kill(const std::string& job, const std::string& reason = "") {
   v1::Mutation m;

@@ -110,6 +110,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddScale(app, ctx);
   AddRolloutCommands(app, ctx);
   AddKill(app, ctx);
+  AddRuns(app, ctx);
   AddJobs(app, ctx);
   AddTasks(app, ctx);
   AddStatus(app, ctx);

@@ -72,6 +72,8 @@ std::string DiffText(const v1::JobDiff& diff);
 // herd ca init|issue, herd user add.
 void AddCredentialCommands(CLI::App& app, CommandContext& ctx);
 void AddKill(CLI::App& app, CommandContext& ctx);
+// herd runs JOB: a scheduled job's runs (runs.cc).
+void AddRuns(CLI::App& app, CommandContext& ctx);
 void AddJobs(CLI::App& app, CommandContext& ctx);
 void AddTasks(CLI::App& app, CommandContext& ctx);
 void AddStatus(CLI::App& app, CommandContext& ctx);

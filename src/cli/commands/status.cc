@@ -54,6 +54,17 @@ void AddStatus(CLI::App& app, CommandContext& ctx) {
     if (outdated > 0) std::printf("; %d task%s still on an older version", outdated, outdated == 1 ? "" : "s");
     std::printf("\n");
     if (j.has_rollout()) std::printf("rollout:    %s\n", RolloutText(j.rollout()).c_str());
+    if (!j.waiting_for().empty()) {
+      std::printf("waiting:    for %s to finish (after:); its tasks are not placed until then\n",
+                  absl::StrJoin(j.waiting_for(), ", ").c_str());
+    } else if (!s.after().empty()) {
+      std::printf("after:      %s\n", absl::StrJoin(s.after(), ", ").c_str());
+    }
+    if (!s.schedule().empty()) {
+      std::printf("schedule:   \"%s\" in %s; %d run(s) kept (herd runs %s)\n", s.schedule().c_str(),
+                  s.time_zone().empty() ? "UTC" : s.time_zone().c_str(), j.runs_size(), j.id().c_str());
+    }
+    if (!j.scheduled_by().empty()) std::printf("run of:     %s\n", j.scheduled_by().c_str());
     std::printf("tasks:      %d, each %s\n", s.task_count(), ShortResources(s.task().resources()).c_str());
     std::printf("command:    %s\n", cmdline.c_str());
     std::printf("restart:    %s; grace period %s%s\n", RestartText(s.restart()).c_str(),

@@ -4,6 +4,7 @@
 // FILE... sends the same request as a dry run and prints what it would do.
 #include <random>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -36,6 +37,41 @@ int RunSubmit(CommandContext& ctx, const std::vector<std::string>& files, Mode m
       continue;
     }
     for (auto& j : *jobs) *req.add_jobs() = std::move(j);
+  }
+  // Jobs named in after: must exist, or come in this submit: asked of the
+  // master now, so a mistake is reported at its line (read again with the
+  // check; the master checks once more when the jobs arrive).
+  bool waits = false;
+  for (const v1::JobSpec& j : req.jobs()) waits = waits || !j.after().empty();
+  if (errors.empty() && waits) {
+    absl::flat_hash_set<std::string> submitted;
+    for (const v1::JobSpec& j : req.jobs()) submitted.insert(absl::StrCat(j.user(), "/", j.name()));
+    po.check_after = [&](const std::string& id) -> std::string {
+      if (submitted.contains(id)) return "";
+      v1::GetJobRequest get;
+      get.set_job(id);
+      v1::GetJobResponse got;
+      auto gctx = client.Context();
+      grpc::Status st = client.stub().GetJob(gctx.get(), get, &got);
+      if (st.error_code() == grpc::StatusCode::NOT_FOUND) {
+        return absl::StrCat("there is no job ", id, " (herd jobs --all lists them; a job named here must exist "
+                            "or be submitted with this one)");
+      }
+      if (!st.ok()) return "";  // unreachable master: submitting reports it
+      if (!got.job().spec().schedule().empty()) {
+        return absl::StrCat(id, " is a scheduled job; wait for one of its runs instead");
+      }
+      return "";
+    };
+    req.clear_jobs();
+    for (const std::string& f : files) {
+      auto jobs = spec::ParseFile(f, po);
+      if (!jobs.ok()) {
+        errors.emplace_back(jobs.status().message());
+        continue;
+      }
+      for (auto& j : *jobs) *req.add_jobs() = std::move(j);
+    }
   }
   if (!errors.empty()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("invalid job spec; nothing was ",

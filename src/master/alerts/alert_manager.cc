@@ -458,7 +458,8 @@ void AlertManager::Scan(const cell::CellState& state) {
   std::map<Key, std::string> matched;
   if (rules_.pending_ms > 0) {
     for (const auto& [id, job] : state.jobs()) {
-      if (job->pending == 0) continue;
+      // A WAITING job's tasks are held back on purpose (after:), not stuck.
+      if (job->pending == 0 || job->waiting()) continue;
       int n = 0;
       int64_t oldest = now;
       for (const cell::Task& t : job->tasks) {

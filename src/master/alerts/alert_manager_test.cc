@@ -202,6 +202,8 @@ TEST(AlertManager, StateRulesFollowTheCell) {
   apply(SetQuota("alice", "production", 2000, 8ll << 30));
   apply(Submit(JobBuilder("web").Priority(200).Tasks(2).Cpu(900).Memory(1 << 20).Build()));
   apply(Schedule("alice/web", 0, "m1"));
+  // A job waiting for web to finish (after:) is pending on purpose: never an alarm.
+  apply(Submit(JobBuilder("report").After({"alice/web"}).Build()));
   // Task 1 does not fit: pending, but not for long yet.
   am.Scan(s);
   EXPECT_EQ(Find(am.List(false), "pending", "alice/web"), nullptr);
@@ -211,6 +213,7 @@ TEST(AlertManager, StateRulesFollowTheCell) {
   ASSERT_NE(Find(r, "pending", "alice/web"), nullptr) << r.DebugString();
   EXPECT_TRUE(absl::StartsWith(Find(r, "pending", "alice/web")->message(), "1 task of alice/web pending for over 5m"))
       << Find(r, "pending", "alice/web")->message();
+  EXPECT_EQ(Find(r, "pending", "alice/report"), nullptr) << r.DebugString();
   // Scanning again keeps one firing alarm, counted once.
   am.Scan(s);
   EXPECT_EQ(Find(am.List(false), "pending", "alice/web")->count(), 1);

@@ -80,6 +80,7 @@ absl::Status MasterCore::Promote(store::LogStore* writer, AgentLink* link) {
 
 void MasterCore::BuildLeaderParts(AgentLink* link) {
   rollouts_ = std::make_unique<RolloutController>(committer_.get(), clock_, options_.rollout);
+  batch_ = std::make_unique<BatchController>(committer_.get(), clock_, options_.batch);
   if (options_.run_link) {
     link_shard_ = std::make_unique<LinkShard>(committer_.get(), link, clock_, options_.link);
     LinkShard* shard = link_shard_.get();
@@ -112,6 +113,7 @@ void MasterCore::Start() {
   if (link_shard_) link_shard_->Start();
   if (sched_loop_) sched_loop_->Start();
   if (rollouts_) rollouts_->Start();
+  if (batch_) batch_->Start();
 }
 
 void MasterCore::PollAllMachines() {
@@ -123,6 +125,11 @@ absl::StatusOr<int> MasterCore::StepRollouts() {
   return rollouts_->Step();
 }
 
+absl::StatusOr<int> MasterCore::StepBatch() {
+  if (!batch_) return absl::FailedPreconditionError("a follower runs no batch controller");
+  return batch_->Step();
+}
+
 absl::Status MasterCore::StepScheduler() {
   if (!sched_loop_) return absl::FailedPreconditionError("this master runs no scheduler");
   return sched_loop_->Step();
@@ -130,6 +137,7 @@ absl::Status MasterCore::StepScheduler() {
 
 void MasterCore::Stop() {
   if (rollouts_) rollouts_->Stop();
+  if (batch_) batch_->Stop();
   if (sched_loop_) sched_loop_->Stop();
   if (link_shard_) link_shard_->Stop();
 }

@@ -67,6 +67,8 @@ class MasterCore {
   // One pass of the rollout controller (rolling updates), for the
   // simulator and tests; Start() runs it on its own thread.
   absl::StatusOr<int> StepRollouts();
+  // One pass of the batch controller (after: and scheduled jobs), likewise.
+  absl::StatusOr<int> StepBatch();
   void Stop();
   // Called once if the store fails; the process should exit.
   void SetFatalHandler(std::function<void(const absl::Status&)> fn);
@@ -110,6 +112,7 @@ class MasterCore {
   std::unique_ptr<FunctionProposalSink> sched_sink_;
   std::unique_ptr<sched::SchedulerLoop> sched_loop_;
   std::unique_ptr<RolloutController> rollouts_;
+  std::unique_ptr<BatchController> batch_;
 };
 
 }  // namespace herd::master

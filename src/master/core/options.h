@@ -9,6 +9,7 @@
 #include "master/core/admission/authorizer.h"
 #include "master/core/committer.h"
 #include "master/core/link/link_shard.h"
+#include "master/core/batch/batch_controller.h"
 #include "master/core/rollout/rollout_controller.h"
 #include "metrics/registry.h"
 #include "pki/pki.h"
@@ -23,6 +24,7 @@ struct MasterOptions {
   Committer::Options committer;
   LinkShard::Options link;
   RolloutController::Options rollout;
+  BatchController::Options batch;
   sched::Options scheduler;
   sched::LoopOptions scheduler_loop;
   // false: no in-process scheduler; an external `herd scheduler` proposes

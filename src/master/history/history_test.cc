@@ -353,5 +353,39 @@ TEST_F(RecorderTest, AnUpdateIsANewVersionAndARestartedRecorderRecordsOnlyWhatIt
   EXPECT_EQ(db_->recorded_revision(), killed);
 }
 
+TEST_F(RecorderTest, RecordsReleasesAndScheduledRuns) {
+  Recorder rec(db_.get(), &clock_);
+  rec.Start(committer_.get(), &store_);
+  Commit({Submit(JobBuilder("a").Build())});
+  Commit({Submit(JobBuilder("b").After({"alice/a"}).Build())});
+  Commit({Kill("alice/a", "stop")});
+  v1::Mutation failed;
+  failed.mutable_job_released()->set_job("alice/b");
+  failed.mutable_job_released()->set_failed("alice/a");
+  failed.mutable_job_released()->set_reason("it was killed (stop)");
+  Commit({failed});
+  Commit({Submit(JobBuilder("s").Tasks(3).Schedule("* * * * *", v1::REPLACE).Build())});
+  const int64_t due1 = (clock_.NowMs() / 60'000 + 1) * 60'000;
+  Commit({Triggered("alice/s", due1)});
+  Commit({Triggered("alice/s", due1 + 60'000, "", {"alice/s-" + std::to_string(due1 / 1000)})});
+  const int64_t last = Commit({Triggered("alice/s", due1 + 120'000, "over quota")});
+  ASSERT_TRUE(rec.WaitRecorded(last, absl::Seconds(30)));
+  EXPECT_EQ(Scalar(*db_, "SELECT reason FROM jobs WHERE job = 'alice/b' AND event = 'dependency failed'").text(),
+            "alice/a: it was killed (stop)");
+  const std::string run1 = "alice/s-" + std::to_string(due1 / 1000);
+  EXPECT_EQ(Scalar(*db_, "SELECT reason FROM jobs WHERE job = '" + run1 + "' AND event = 'submitted'").text(),
+            "a run of alice/s");
+  // The run's spec is the scheduled job's, without the schedule.
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE job = '" + run1 + "' AND spec LIKE '%\"task_count\":3%' AND spec NOT "
+                  "LIKE '%schedule%'"),
+            1);
+  EXPECT_EQ(Count("SELECT count(*) FROM jobs WHERE job = '" + run1 + "' AND event = 'killed' AND reason LIKE "
+                  "'replaced by alice/s-%'"),
+            1);
+  EXPECT_EQ(Scalar(*db_, "SELECT reason FROM jobs WHERE job = 'alice/s' AND event = 'run skipped'").text(),
+            "over quota");
+  rec.Stop();
+}
+
 }  // namespace
 }  // namespace herd::master::history

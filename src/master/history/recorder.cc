@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
 #include "base/log.h"
+#include "cell/batch.h"
 #include "google/protobuf/util/json_util.h"
 #include "master/core/committer.h"
 #include "store/log_store.h"
@@ -41,6 +42,7 @@ std::string SpecJson(v1::JobSpec spec) {
 void EventMapper::Seed(const cell::CellState& state) {
   for (const auto& [id, job] : state.jobs()) {
     versions_[id] = job->version;
+    if (job->scheduled()) schedules_[id] = job->spec;
     for (const cell::Task& t : job->tasks) {
       TaskInfo& info = Info(id, t.index());
       info.machine = t.machine() != nullptr ? t.machine()->name() : t.last_machine();
@@ -102,14 +104,43 @@ void EventMapper::Add(const v1::Mutation& m, Batch* out) {
         const std::string id = JobId(spec.user(), spec.name());
         versions_[id] = 1;
         tasks_.erase(id);  // a dead job submitted again starts afresh
+        if (!spec.schedule().empty()) schedules_[id] = spec;
         job_row(id, "submitted", 1, "")->spec_json = SpecJson(spec);
       }
       break;
+    case v1::Mutation::kJobReleased: {
+      const v1::JobReleased& r = m.job_released();
+      auto v = versions_.find(r.job());
+      job_row(r.job(), r.failed().empty() ? "released" : "dependency failed", v == versions_.end() ? 0 : v->second,
+              r.failed().empty() ? "" : absl::StrCat(r.failed(), ": ", r.reason()));
+      break;
+    }
+    case v1::Mutation::kScheduleTriggered: {
+      const v1::ScheduleTriggered& t = m.schedule_triggered();
+      auto v = versions_.find(t.job());
+      const int64_t version = v == versions_.end() ? 0 : v->second;
+      if (!t.skipped().empty()) {
+        job_row(t.job(), "run skipped", version, t.skipped());
+        break;
+      }
+      for (const std::string& r : t.replace()) {
+        auto rv = versions_.find(r);
+        job_row(r, "killed", rv == versions_.end() ? 0 : rv->second, absl::StrCat("replaced by ", t.run()));
+      }
+      versions_[t.run()] = 1;
+      tasks_.erase(t.run());
+      JobRow* row = job_row(t.run(), "submitted", 1, absl::StrCat("a run of ", t.job()));
+      if (auto s = schedules_.find(t.job()); s != schedules_.end()) {
+        row->spec_json = SpecJson(cell::RunSpec(s->second, t.due_ms()));
+      }
+      break;
+    }
     case v1::Mutation::kJobUpdated: {
       const v1::JobUpdated& u = m.job_updated();
       const std::string id = JobId(u.spec().user(), u.spec().name());
       int64_t& version = versions_[id];
       version = u.expect_version() > 0 ? u.expect_version() + 1 : version + 1;
+      if (!u.spec().schedule().empty()) schedules_[id] = u.spec();
       job_row(id, u.rollback() ? "rolled back" : "updated", version, u.reason())->spec_json = SpecJson(u.spec());
       for (int32_t i : u.restart()) out->task_events.emplace_back(Row(m, id, i, "restarted")).reason = u.reason();
       for (int32_t i : u.reschedule()) out->task_events.emplace_back(Row(m, id, i, "moved")).reason = u.reason();

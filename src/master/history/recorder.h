@@ -56,6 +56,9 @@ class EventMapper {
   TaskEventRow Row(const v1::Mutation& m, const std::string& job, int32_t index, const char* event);
   absl::flat_hash_map<std::string, int64_t> versions_;              // job -> version
   absl::flat_hash_map<std::string, std::vector<TaskInfo>> tasks_;  // job -> by task index
+  // Scheduled jobs' specs, for the runs they start (ScheduleTriggered
+  // names only the run).
+  absl::flat_hash_map<std::string, v1::JobSpec> schedules_;
 };
 
 // Sums usage samples per task and machine until the period ends.

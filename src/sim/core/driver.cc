@@ -62,6 +62,8 @@ absl::Status Driver::Settle() {
     master_->PollAllMachines();
     // Rolling updates move on at the virtual clock, as on a live master.
     HERD_RETURN_IF_ERROR(master_->StepRollouts().status());
+    // So do dependent jobs and scheduled jobs' runs.
+    HERD_RETURN_IF_ERROR(master_->StepBatch().status());
     if (revision() == before) return absl::OkStatus();
   }
   return absl::OkStatus();

@@ -26,7 +26,7 @@ constexpr absl::string_view kJobFields[] = {
     "env",         "workdir",   "resources", "constraints",   "soft_constraints", "restart",
     "grace_period", "appclass", "labels",    "overrides",     "different_machines", "max_per_domain",
     "packages",    "health_check", "isolation", "at_most_once", "disruption_budget",
-    "update"};
+    "update",      "after",        "schedule",  "time_zone",    "concurrency"};
 constexpr absl::string_view kUpdateFields[] = {"max_unavailable", "min_healthy_time", "canary", "auto_rollback",
                                                "progress_deadline"};
 // A rolling update's defaults when `update:` is given (Nomad's): one task
@@ -50,6 +50,7 @@ constexpr absl::string_view kBandNames[] = {"free",       "batch", "best-effort"
                                             "production", "prod",  "monitoring"};
 constexpr absl::string_view kRestartPolicies[] = {"always", "on-failure", "never"};
 constexpr absl::string_view kAppClasses[] = {"ls", "latency-sensitive", "batch"};
+constexpr absl::string_view kConcurrency[] = {"forbid", "allow", "replace"};
 
 // "On_Failure" -> "on-failure".
 std::string Normalize(absl::string_view s) {
@@ -172,6 +173,34 @@ v1::JobSpec JobReader::Read(const YAML::Node& node) {
     }
   }
   if (auto v = get("update")) ReadUpdate(*v, spec.mutable_update());
+  if (auto v = get("after")) {
+    if (!v->node.IsSequence()) {
+      TypeError(*v, "a list of jobs to wait for, e.g. [build, alice/fetch]");
+    } else if (auto list = StringList(*v)) {
+      for (std::string& j : *list) spec.add_after(std::move(j));
+    }
+  }
+  if (auto v = get("schedule")) {
+    if (auto s = String(*v)) spec.set_schedule(*s);
+  }
+  if (auto v = get("time_zone")) {
+    if (auto s = String(*v)) spec.set_time_zone(*s);
+  }
+  if (auto v = get("concurrency")) {
+    if (auto s = String(*v)) {
+      std::string c = Normalize(*s);
+      if (c == "forbid") {
+        spec.set_concurrency(v1::FORBID);
+      } else if (c == "allow") {
+        spec.set_concurrency(v1::ALLOW);
+      } else if (c == "replace") {
+        spec.set_concurrency(v1::REPLACE);
+      } else {
+        Error(*v, absl::StrCat("unknown policy '", *s, "'", DidYouMean(c, kConcurrency),
+                               "; use forbid (skip a run while the last is live), allow or replace"));
+      }
+    }
+  }
   if (auto v = get("max_per_domain")) {
     if (std::optional<Fields> df = Map(*v, {}, "a map of machine attributes to task counts, e.g. {rack: 2}")) {
       for (const Entry& item : df->entries()) {

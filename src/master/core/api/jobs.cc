@@ -7,8 +7,10 @@
 #include "absl/strings/str_join.h"
 #include "base/ids.h"
 #include "base/status.h"
+#include "cell/batch.h"
 #include "cell/job_update.h"
 #include "master/core/admission/quota.h"
+#include "master/core/batch/schedules.h"
 #include "spec/validate.h"
 
 namespace herd::master {
@@ -23,6 +25,13 @@ std::map<int32_t, int64_t> PendingOf(const cell::Job& job) {
   return pending;
 }
 
+// What a listing shows beyond the job's own record: whom a WAITING job
+// waits for, when a scheduled job's next run is due.
+void AddBatchInfo(const cell::CellState& s, const cell::Job& j, v1::Job* out) {
+  for (std::string& dep : cell::WaitingFor(s, j)) out->add_waiting_for(std::move(dep));
+  if (j.scheduled() && j.state == v1::Job::SCHEDULED) out->set_next_due_ms(NextDueMs(j));
+}
+
 }  // namespace
 
 absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v1::SubmitRequest& req) {
@@ -32,6 +41,7 @@ absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v
   std::vector<std::string> problems;
   for (v1::JobSpec spec : req.jobs()) {
     if (spec.user().empty()) spec.set_user(who.user());
+    spec::NormalizeAfter(&spec);
     HERD_RETURN_IF_ERROR(
         ctx_.Authorize(who, Action::kSubmitJob, Resource{JobId(spec.user(), spec.name()), spec.user(), ""}));
     // By default tasks run as the unprivileged account the agent maps their
@@ -88,10 +98,20 @@ absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v
       }
       *r->mutable_diff() = std::move(diff);
     }
-    std::vector<v1::JobSpec> asking = fresh;
-    asking.insert(asking.end(), changed.begin(), changed.end());
-    if (asking.empty()) return std::vector<v1::Mutation>{};  // identical live jobs: nothing to do
-    HERD_RETURN_IF_ERROR(CheckQuota(s, asking, replaced));
+    if (fresh.empty() && changed.empty()) return std::vector<v1::Mutation>{};  // identical live jobs: nothing to do
+    // A scheduled job has no tasks: its runs ask for quota when they start.
+    std::vector<v1::JobSpec> asking;
+    std::vector<const cell::Job*> releasing;
+    for (const v1::JobSpec& spec : fresh) {
+      if (spec.schedule().empty()) asking.push_back(spec);
+    }
+    for (size_t i = 0; i < changed.size(); ++i) {
+      if (changed[i].schedule().empty()) {
+        asking.push_back(changed[i]);
+        releasing.push_back(replaced[i]);
+      }
+    }
+    HERD_RETURN_IF_ERROR(CheckQuota(s, asking, releasing));
     if (req.dry_run()) return std::vector<v1::Mutation>{};
     std::vector<v1::Mutation> out;
     if (!fresh.empty()) {
@@ -120,6 +140,11 @@ absl::StatusOr<v1::ScaleResponse> JobsApi::Scale(const Principal& who, const v1:
   auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
     resp.Clear();
     HERD_ASSIGN_OR_RETURN(const cell::Job* job, ctx_.LiveJob(s, who, req.job(), Action::kScaleJob, &id));
+    if (job->scheduled()) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is a scheduled job and has no tasks to scale: "
+                                                        "change tasks: in its spec and submit it (its next runs "
+                                                        "take it), or scale a run"));
+    }
     if (req.expect_version() != 0 && req.expect_version() != job->version) {
       return absl::FailedPreconditionError(absl::StrCat("job ", id, " is at version ", job->version, ", not ",
                                                         req.expect_version(), " (it changed meanwhile)"));
@@ -183,6 +208,7 @@ absl::StatusOr<v1::GetJobResponse> JobsApi::GetJob(const Principal& who, const v
             HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kReadJob, JobResource(*j)));
             v1::GetJobResponse r;
             *r.mutable_job() = j->ToProto();
+            AddBatchInfo(s, *j, r.mutable_job());
             HideSecretsFrom(ctx_, who, *j, r.mutable_job()->mutable_spec());
             for (const cell::Task& t : j->tasks) *r.add_tasks() = t.ToProto();
             r.set_revision(s.revision());
@@ -210,6 +236,7 @@ absl::StatusOr<v1::ListJobsResponse> JobsApi::ListJobs(const Principal& who, con
           if (!req.include_dead() && j->state == v1::Job::DEAD) continue;
           v1::Job* out = r.add_jobs();
           *out = j->ToProto();
+          AddBatchInfo(s, *j, out);
           HideSecretsFrom(ctx_, who, *j, out->mutable_spec());
         }
         r.set_revision(s.revision());
@@ -252,16 +279,25 @@ absl::StatusOr<v1::GetTaskResponse> JobsApi::GetTask(const Principal& who, const
 absl::StatusOr<v1::WhyResponse> JobsApi::Why(const Principal& who, const v1::WhyRequest& req) {
   std::string id;
   std::map<int32_t, int64_t> pending;  // index -> state revision
+  std::vector<std::string> waiting_for;
   HERD_RETURN_IF_ERROR(ctx_.committer->Read([&](const cell::CellState& s) -> absl::Status {
     HERD_ASSIGN_OR_RETURN(id, ctx_.ResolveJob(s, who, req.job()));
     const cell::Job* j = s.FindJob(id);
     HERD_RETURN_IF_ERROR(ctx_.Authorize(who, Action::kReadJob, JobResource(*j)));
     pending = PendingOf(*j);
+    waiting_for = cell::WaitingFor(s, *j);
     return absl::OkStatus();
   }));
   v1::WhyResponse resp;
   resp.set_job(id);
   resp.set_pending_tasks(static_cast<int32_t>(pending.size()));
+  if (!waiting_for.empty()) {
+    // Not for the scheduler yet: nothing to diagnose.
+    resp.set_note(absl::StrCat("the job waits for ", absl::StrJoin(waiting_for, ", "),
+                               " to finish (after:); its tasks are placed once ",
+                               waiting_for.size() == 1 ? "it has" : "they have"));
+    return resp;
+  }
   size_t explained = 0;
   for (v1::PendingDiagnosis& d : ctx_.why->For(id, pending)) {
     explained += d.indexes_size();
