@@ -9,17 +9,14 @@
 #pragma once
 
 #include <cstdint>
-#include <thread>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "master/core/committer.h"
+#include "master/core/controller/step_controller.h"
 
 namespace herd::master {
 
-class BatchController {
+class BatchController : public StepController {
  public:
   struct Options {
     // How often waiting and scheduled jobs are looked at: a dependent job
@@ -28,25 +25,6 @@ class BatchController {
   };
 
   BatchController(Committer* committer, Clock* clock, Options opts);
-  ~BatchController();
-  BatchController(const BatchController&) = delete;
-  BatchController& operator=(const BatchController&) = delete;
-
-  void Start();
-  void Stop();
-  // One pass on the calling thread, at the clock's time: the number of
-  // mutations committed.
-  absl::StatusOr<int> Step();
-
- private:
-  void Loop();
-
-  Committer* const committer_;
-  Clock* const clock_;
-  const Options opts_;
-  absl::Mutex mu_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
 };
 
 }  // namespace herd::master
