@@ -30,14 +30,19 @@ int RunSubmit(CommandContext& ctx, const std::vector<std::string>& files, Mode m
   po.default_user = client.user();
   v1::SubmitRequest req;
   std::vector<std::string> errors;
-  for (const std::string& f : files) {
-    auto jobs = spec::ParseFile(f, po);
-    if (!jobs.ok()) {
-      errors.emplace_back(jobs.status().message());
-      continue;
+  auto parse_all = [&] {
+    req.clear_jobs();
+    errors.clear();
+    for (const std::string& f : files) {
+      auto jobs = spec::ParseFile(f, po);
+      if (!jobs.ok()) {
+        errors.emplace_back(jobs.status().message());
+        continue;
+      }
+      for (auto& j : *jobs) *req.add_jobs() = std::move(j);
     }
-    for (auto& j : *jobs) *req.add_jobs() = std::move(j);
-  }
+  };
+  parse_all();
   // Jobs named in after: must exist, or come in this submit: asked of the
   // master now, so a mistake is reported at its line (read again with the
   // check; the master checks once more when the jobs arrive).
@@ -63,15 +68,7 @@ int RunSubmit(CommandContext& ctx, const std::vector<std::string>& files, Mode m
       }
       return "";
     };
-    req.clear_jobs();
-    for (const std::string& f : files) {
-      auto jobs = spec::ParseFile(f, po);
-      if (!jobs.ok()) {
-        errors.emplace_back(jobs.status().message());
-        continue;
-      }
-      for (auto& j : *jobs) *req.add_jobs() = std::move(j);
-    }
+    parse_all();
   }
   if (!errors.empty()) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("invalid job spec; nothing was ",
