@@ -38,6 +38,8 @@ bool Machine::HasPackage(absl::string_view sha256) const {
 }
 
 bool Task::outdated() const { return job_version_ < job_->version; }
+bool Task::in_alloc() const { return !job_->spec.alloc().empty(); }
+bool Task::is_alloc() const { return job_->spec.alloc_set(); }
 
 v1::Task Task::ToProto() const {
   v1::Task t;
@@ -190,6 +192,36 @@ const std::vector<std::string>* CellState::FindRequest(absl::string_view request
   return it == requests_.end() ? nullptr : &it->second;
 }
 
+const Task* CellState::AllocOf(const Task& t) const {
+  if (!t.in_alloc()) return nullptr;
+  const Job* set = FindJob(t.job_->spec.alloc());
+  if (set == nullptr || !set->alloc_set() || t.index_ >= static_cast<int32_t>(set->tasks.size())) return nullptr;
+  return &set->tasks[t.index_];
+}
+
+ResourceVector CellState::AllocFree(const Task& alloc) const {
+  ResourceVector free = alloc.resources_;
+  if (auto it = alloc_used_.find(std::make_pair(alloc.job_->id, alloc.index_)); it != alloc_used_.end()) {
+    free -= it->second;
+  }
+  return free;
+}
+
+std::vector<std::string> CellState::AllocMembers(absl::string_view alloc_set) const {
+  auto it = alloc_members_.find(alloc_set);
+  if (it == alloc_members_.end()) return {};
+  return std::vector<std::string>(it->second.begin(), it->second.end());
+}
+
+std::vector<const Task*> CellState::TasksInAlloc(const Task& alloc) const {
+  std::vector<const Task*> out;
+  for (const std::string& id : AllocMembers(alloc.job_->id)) {
+    const Task* t = FindTask(id, alloc.index_);
+    if (t != nullptr && t->state_ == v1::Task::RUNNING) out.push_back(t);
+  }
+  return out;
+}
+
 int64_t CellState::placed_revision(int32_t priority) const {
   if (priority < 0) return 0;
   return placed_revision_[std::min<int32_t>(priority, kMaxPriority)];
@@ -230,7 +262,84 @@ absl::Status CellState::CheckSubmit(const v1::JobsSubmitted& m) const {
       return absl::AlreadyExistsError(absl::StrCat("job ", id, " already exists and is not dead"));
     }
   }
+  for (const v1::JobSpec& s : m.jobs()) {
+    if (!s.alloc().empty()) {
+      // The alloc set may come with it, in the same submit.
+      const v1::JobSpec* set = nullptr;
+      for (const v1::JobSpec& o : m.jobs()) {
+        if (JobId(o.user(), o.name()) == s.alloc()) set = &o;
+      }
+      if (set != nullptr) {
+        HERD_RETURN_IF_ERROR(CheckAllocMember(s, set->alloc_set(), set->user(), set->task_count()));
+        continue;
+      }
+    }
+    HERD_RETURN_IF_ERROR(CheckAllocFields(s, nullptr));
+  }
   return CheckAfter(m);
+}
+
+absl::Status CellState::CheckAllocMember(const v1::JobSpec& s, bool is_set, const std::string& set_user,
+                                         int32_t allocs) const {
+  const std::string id = JobId(s.user(), s.name());
+  if (!is_set) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, ": alloc: ", s.alloc(), " is not an alloc set (alloc_set: true)"));
+  }
+  if (set_user != s.user()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("job ", id, ": alloc: ", s.alloc(), " belongs to ", set_user, "; only their jobs run in it"));
+  }
+  if (s.task_count() > allocs) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", id, " has ", s.task_count(), " tasks but alloc set ",
+                                                      s.alloc(), " has ", allocs,
+                                                      " allocs (task i runs in alloc i)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CellState::CheckAllocFields(const v1::JobSpec& s, const Job* old) const {
+  const std::string id = JobId(s.user(), s.name());
+  if (s.alloc_set() && !s.alloc().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", id, ": an alloc set cannot run in an alloc set"));
+  }
+  if (s.alloc_set() && !s.schedule().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("job ", id, ": an alloc set cannot have a schedule"));
+  }
+  if (old != nullptr) {
+    if (old->spec.alloc_set() != s.alloc_set() || old->spec.alloc() != s.alloc()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, ": ", old->spec.alloc_set() != s.alloc_set() ? "alloc_set" : "alloc",
+          ": cannot change while the job is live (kill it and submit it again)"));
+    }
+    if (s.alloc_set()) {
+      // Shrinking: every alloc that tasks use must stay, and hold them.
+      for (const std::string& member : AllocMembers(old->id)) {
+        const Job* mj = FindJob(member);
+        if (mj != nullptr && mj->spec.task_count() > s.task_count()) {
+          return absl::FailedPreconditionError(absl::StrCat("alloc set ", id, ": job ", member, " runs ",
+                                                            mj->spec.task_count(), " tasks in it; it cannot shrink to ",
+                                                            s.task_count(), " allocs"));
+        }
+      }
+      for (const auto& [key, used] : alloc_used_) {
+        if (key.first != old->id || key.second >= s.task_count()) continue;
+        ResourceVector limit = TaskResources(s, key.second);
+        if (auto dim = used.FirstShortfall(limit)) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "alloc ", TaskName(id, key.second), ": its tasks use ", FormatDimension(*dim, used.Get(*dim)), " ",
+              *dim, "; the new limit ", FormatDimension(*dim, limit.Get(*dim)), " cannot hold them"));
+        }
+      }
+    }
+  }
+  if (s.alloc().empty()) return absl::OkStatus();
+  const Job* set = FindJob(s.alloc());
+  if (set == nullptr || set->state == v1::Job::DEAD) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", id, ": alloc: no live alloc set ", s.alloc(), " (submit it first, or with this job)"));
+  }
+  return CheckAllocMember(s, set->alloc_set(), set->spec.user(), static_cast<int32_t>(set->tasks.size()));
 }
 
 absl::Status CellState::CheckSpec(const v1::JobSpec& s) const {
@@ -280,6 +389,7 @@ absl::Status CellState::CheckJobUpdated(const v1::JobUpdated& u) const {
     return absl::FailedPreconditionError(absl::StrCat(
         "job ", id, ": after: cannot change while the job is live (kill it and submit it again)"));
   }
+  HERD_RETURN_IF_ERROR(CheckAllocFields(u.spec(), j));
   if (j->scheduled() && (!u.restart().empty() || !u.reschedule().empty() || !u.hold().empty())) {
     return absl::InvalidArgumentError(absl::StrCat("job ", id, " is a scheduled job: it has no tasks to update"));
   }
@@ -358,6 +468,10 @@ absl::Status CellState::CheckKill(const v1::JobKilled& m) const {
   const Job* j = FindJob(m.job());
   if (j == nullptr) return absl::NotFoundError(absl::StrCat("no job ", m.job()));
   if (j->state == v1::Job::DEAD) return absl::FailedPreconditionError(absl::StrCat("job ", m.job(), " is already dead"));
+  if (std::vector<std::string> members = AllocMembers(j->id); !members.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("alloc set ", j->id, " has live jobs running in it (",
+                                                      absl::StrJoin(members, ", "), "): kill them first"));
+  }
   return absl::OkStatus();
 }
 
@@ -382,6 +496,28 @@ absl::Status CellState::CheckScheduled(const v1::TaskScheduled& m) const {
   if (mach->state_ != v1::Machine::UP) {
     return absl::FailedPreconditionError(absl::StrCat("machine ", m.machine(), " is not up"));
   }
+  if (t->in_alloc()) {
+    const Task* a = AllocOf(*t);
+    const std::string alloc = TaskName(t->job_->spec.alloc(), t->index_);
+    if (a == nullptr || a->state_ != v1::Task::RUNNING) {
+      return absl::FailedPreconditionError(absl::StrCat("task ", name, " runs in alloc ", alloc, ", which is ",
+                                                        a == nullptr ? "gone" : v1::Task::State_Name(a->state_)));
+    }
+    if (a->machine_ != mach) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("task ", name, " runs in alloc ", alloc, " on ", a->machine_->name_, ", not on ", m.machine()));
+    }
+    if (m.victims_size() > 0) {
+      return absl::InvalidArgumentError(absl::StrCat("task ", name, " runs in an alloc: it preempts nothing"));
+    }
+    const ResourceVector avail = AllocFree(*a);
+    if (auto dim = t->resources_.FirstShortfall(avail)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "task ", name, " does not fit in alloc ", alloc, ": ", *dim, " asks ",
+          FormatDimension(*dim, t->resources_.Get(*dim)), ", ", FormatDimension(*dim, avail.Get(*dim)), " free"));
+    }
+    return absl::OkStatus();
+  }
   for (const v1::Constraint& c : t->job_->spec.constraints()) {
     if (!c.soft() && !Matches(c, mach->attributes_)) {
       return absl::FailedPreconditionError(
@@ -397,6 +533,10 @@ absl::Status CellState::CheckScheduled(const v1::TaskScheduled& m) const {
     if (v->machine_ != mach) {
       return absl::FailedPreconditionError(
           absl::StrCat("victim ", TaskName(ref.job(), ref.index()), " does not run on ", m.machine()));
+    }
+    if (v->in_alloc()) {
+      return absl::FailedPreconditionError(absl::StrCat("victim ", TaskName(ref.job(), ref.index()),
+                                                        " runs in an alloc: preempting it frees nothing"));
     }
     if (!MayPreempt(t->priority(), v->priority())) {
       return absl::FailedPreconditionError(absl::StrCat("task ", name, " (priority ", t->priority(),
@@ -520,6 +660,7 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
   HERD_RETURN_IF_ERROR(Check(m));
   Effects local;
   Effects* fx = effects ? effects : &local;
+  fx_ = fx;
   ++revision_;
   switch (m.kind_case()) {
     case v1::Mutation::kJobsSubmitted:
@@ -589,6 +730,7 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
 }
 
 void CellState::AddUsage(const Task& t, bool add) {
+  if (t.in_alloc()) return;  // its alloc set's tasks are charged
   auto key = std::make_pair(t.job_->spec.user(), static_cast<int>(BandOf(t.priority())));
   ResourceVector& u = usage_[key];
   if (add) {
@@ -626,10 +768,34 @@ void CellState::Transition(Task* t, v1::Task::State to, Event::Transition why, a
   t->state_revision_ = revision_;
   t->history_.push_back(EventRec{why, m.time_ms(), revision_, std::string(reason), std::string(machine)});
   if (t->history_.size() > Task::kHistory) t->history_.erase(t->history_.begin());
+  // An alloc that leaves its machine takes its tasks with it.
+  if (from == v1::Task::RUNNING && to != v1::Task::RUNNING && t->is_alloc()) EvictFromAlloc(*t, m, fx_);
+}
+
+void CellState::EvictFromAlloc(const Task& alloc, const v1::Mutation& m, Effects* fx) {
+  const std::string name = TaskName(alloc.job_->id, alloc.index_);
+  const std::string why = alloc.last_event() ? alloc.last_event()->reason : "";
+  for (const std::string& id : AllocMembers(alloc.job_->id)) {
+    Task* t = MutableTask(id, alloc.index_);
+    if (t == nullptr || t->state_ != v1::Task::RUNNING) continue;
+    std::string machine = t->machine_->name_;
+    Unplace(t, fx);
+    t->phase_ = v1::Task::PHASE_UNSPECIFIED;
+    t->pid_ = 0;
+    Transition(t, v1::Task::PENDING, Event::RESCHEDULE,
+               absl::StrCat("its alloc ", name, " left ", machine, why.empty() ? "" : ": ", why), m, machine);
+    fx->pending_added = true;
+    UpdateJobState(t->job_, m);
+  }
 }
 
 void CellState::AttachToMachine(Task* t, Machine* mach) {
   t->machine_ = mach;
+  if (t->in_alloc()) {
+    mach->tasks_.insert(t);
+    alloc_used_[std::make_pair(t->job_->spec.alloc(), t->index_)] += t->resources_;
+    return;
+  }
   mach->allocated_ += t->resources_;
   mach->reserved_ += t->reservation();
   mach->tasks_.insert(t);
@@ -639,6 +805,15 @@ void CellState::AttachToMachine(Task* t, Machine* mach) {
 
 void CellState::DetachFromMachine(Task* t) {
   Machine* mach = t->machine_;
+  if (t->in_alloc()) {
+    mach->tasks_.erase(t);
+    auto key = std::make_pair(t->job_->spec.alloc(), t->index_);
+    ResourceVector& used = alloc_used_[key];
+    used -= t->resources_;
+    if (used.IsZero()) alloc_used_.erase(key);
+    t->machine_ = nullptr;
+    return;
+  }
   mach->allocated_ -= t->resources_;
   mach->reserved_ -= t->reservation();
   mach->tasks_.erase(t);
@@ -653,6 +828,8 @@ void CellState::Place(Task* t, Machine* mach, Effects* fx) {
   AttachToMachine(t, mach);
   t->last_machine_ = mach->name_;
   placed_revision_[std::clamp<int32_t>(t->priority(), 0, kMaxPriority)] = revision_;
+  // A new alloc is room for the tasks that run in it.
+  if (t->is_alloc()) freed_revision_ = revision_;
   fx->machines.push_back(mach->name_);
 }
 
@@ -714,6 +891,12 @@ void CellState::UpdateJobState(Job* j, const v1::Mutation& m, const std::string*
   }
   j->last_event = EventRec{why, m.time_ms(), revision_, std::move(reason), ""};
   if (s == v1::Job::DEAD && !j->scheduled_by.empty()) RecordRunOutcome(*j);
+  if (s == v1::Job::DEAD && !j->spec.alloc().empty()) {
+    if (auto it = alloc_members_.find(j->spec.alloc()); it != alloc_members_.end()) {
+      it->second.erase(j->id);
+      if (it->second.empty()) alloc_members_.erase(it);
+    }
+  }
 }
 
 void CellState::RecordRunOutcome(const Job& run) {
@@ -774,6 +957,7 @@ Job* CellState::CreateJob(const v1::JobSpec& spec, const v1::Mutation& m, const 
   AddVersion(job.get(), m, reason);
   Job* j = job.get();
   jobs_.emplace(id, std::move(job));
+  if (!spec.alloc().empty()) alloc_members_[spec.alloc()].insert(id);
   for (int32_t i = 0; i < count; ++i) {
     Task& t = j->tasks[i];
     t.job_ = j;

@@ -96,6 +96,12 @@ class Task {
   // not reached it yet (a rolling update holds it back).
   int64_t job_version() const { return job_version_; }
   bool outdated() const;
+  // A task of a job that runs in an alloc set (JobSpec.alloc): it is placed
+  // in its alloc (the alloc set's task of the same index), on that alloc's
+  // machine; its limits count against the alloc, not the machine.
+  bool in_alloc() const;
+  // A task of an alloc set: an alloc.
+  bool is_alloc() const;
   v1::Task ToProto() const;
 
  private:
@@ -172,6 +178,8 @@ struct Job {
   int32_t priority() const { return spec.priority(); }
   // A scheduled job: a template with no tasks (state SCHEDULED, DEAD once killed).
   bool scheduled() const { return !spec.schedule().empty(); }
+  // An alloc set: its tasks are allocs (docs/allocs.md).
+  bool alloc_set() const { return spec.alloc_set(); }
   // Admitted, its tasks held back until spec.after has finished.
   bool waiting() const { return state == v1::Job::WAITING; }
   // The spec of `version` (the current spec if it is not kept).
@@ -302,6 +310,16 @@ class CellState {
   // The jobs created by a submit request id (empty if unknown).
   const std::vector<std::string>* FindRequest(absl::string_view request_id) const;
 
+  // Allocs (Borg §2.4, docs/allocs.md). The alloc a task in an alloc set
+  // runs in (the alloc set's task of its index; nullptr if none), what an
+  // alloc has left (its limits minus those of the RUNNING tasks in it), and
+  // the live jobs running in an alloc set (job ids, sorted).
+  const Task* AllocOf(const Task& t) const;
+  ResourceVector AllocFree(const Task& alloc) const;
+  std::vector<std::string> AllocMembers(absl::string_view alloc_set) const;
+  // The RUNNING tasks in `alloc` (on its machine).
+  std::vector<const Task*> TasksInAlloc(const Task& alloc) const;
+
   // Counts for summaries.
   int64_t task_count(v1::Task::State s) const;
 
@@ -345,6 +363,15 @@ class CellState {
   absl::Status CheckAfter(const v1::JobsSubmitted& m) const;
   absl::Status CheckJobReleased(const v1::JobReleased& m) const;
   absl::Status CheckScheduleTriggered(const v1::ScheduleTriggered& m) const;
+  // spec.alloc_set / spec.alloc of a job a submit creates or an update
+  // changes (`old`: the live job, or null).
+  absl::Status CheckAllocFields(const v1::JobSpec& s, const Job* old) const;
+  // A job `s` may run in an alloc set (`is_set`) of `set_user` with `allocs` allocs.
+  absl::Status CheckAllocMember(const v1::JobSpec& s, bool is_set, const std::string& set_user,
+                                int32_t allocs) const;
+  // The RUNNING tasks in `alloc` go back to PENDING with it (it left its
+  // machine: Borg moves an alloc's tasks with it).
+  void EvictFromAlloc(const Task& alloc, const v1::Mutation& m, Effects* fx);
   void ApplyUser(const v1::Mutation& m);
   void ApplyJobReleased(const v1::Mutation& m, Effects* fx);
   void ApplyScheduleTriggered(const v1::Mutation& m, Effects* fx);
@@ -405,8 +432,10 @@ class CellState {
   // step (allocated, reserved, CPU by prod and non-prod, priorities): the one
   // place this happens, for Place and for FromSnapshot. DetachFromMachine
   // undoes it.
-  static void AttachToMachine(Task* t, Machine* mach);
-  static void DetachFromMachine(Task* t);
+  // A task in an alloc counts against the alloc (alloc_used_), not the
+  // machine's sums.
+  void AttachToMachine(Task* t, Machine* mach);
+  void DetachFromMachine(Task* t);
   // `kill_reason`: the job was killed (every live task), with this reason.
   void UpdateJobState(Job* j, const v1::Mutation& m, const std::string* kill_reason = nullptr);
   // A run of a scheduled job died: its outcome goes into the scheduled
@@ -430,6 +459,11 @@ class CellState {
   int64_t freed_revision_ = 0;
   std::vector<int64_t> placed_revision_ = std::vector<int64_t>(kMaxPriority + 1, 0);
   int64_t machine_seq_ = 0;
+  Effects* fx_ = nullptr;  // the effects of the mutation being applied
+  // Derived (rebuilt by FromSnapshot): per alloc (alloc set id, index) the
+  // limits of the RUNNING tasks in it, and per alloc set its live member jobs.
+  absl::flat_hash_map<std::pair<std::string, int32_t>, ResourceVector> alloc_used_;
+  absl::flat_hash_map<std::string, absl::btree_set<std::string>> alloc_members_;
 
   static constexpr size_t kMaxRequestIds = 100'000;
 };

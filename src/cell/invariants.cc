@@ -13,6 +13,7 @@ absl::Status CellState::CheckInvariants() const {
   int64_t counts[4] = {0, 0, 0, 0};
   size_t pending = 0;
   absl::flat_hash_map<std::pair<std::string, int>, ResourceVector> usage;
+  absl::flat_hash_map<std::pair<std::string, int32_t>, ResourceVector> in_allocs;
   absl::flat_hash_map<const Machine*, ResourceVector> alloc, reserved;
   absl::flat_hash_map<const Machine*, size_t> on_machine;
   for (const auto& [id, j] : jobs_) {
@@ -41,14 +42,23 @@ absl::Status CellState::CheckInvariants() const {
         if (t.machine_ == nullptr) return fail("running task ", name, " has no machine");
         if (t.machine_->state_ != v1::Machine::UP) return fail("task ", name, " runs on down machine");
         if (!t.machine_->tasks_.contains(const_cast<Task*>(&t))) return fail("machine does not list ", name);
-        alloc[t.machine_] += t.resources_;
-        reserved[t.machine_] += t.reservation();
         ++on_machine[t.machine_];
+        if (t.in_alloc()) {
+          // Counted against its alloc, which runs on the same machine.
+          const Task* a = AllocOf(t);
+          if (a == nullptr || a->state_ != v1::Task::RUNNING || a->machine_ != t.machine_) {
+            return fail("task ", name, " runs outside its alloc");
+          }
+          in_allocs[std::make_pair(a->job_->id, a->index_)] += t.resources_;
+        } else {
+          alloc[t.machine_] += t.resources_;
+          reserved[t.machine_] += t.reservation();
+        }
       } else {
         ++d;
         if (t.machine_) return fail("dead task ", name, " has a machine");
       }
-      if (t.state_ != v1::Task::DEAD) {
+      if (t.state_ != v1::Task::DEAD && !t.in_alloc()) {
         usage[std::make_pair(j->spec.user(), static_cast<int>(BandOf(t.priority())))] += t.resources_;
       }
       if (t.state_revision_ > revision_) return fail("task ", name, " revision from the future");
@@ -87,6 +97,7 @@ absl::Status CellState::CheckInvariants() const {
     int64_t prod = 0, nonprod = 0;
     std::map<int32_t, int32_t> prios;
     for (const Task* t : m->tasks_) {
+      if (t->in_alloc()) continue;
       (IsProd(t->priority()) ? prod : nonprod) += t->resources_.cpu_millis;
       ++prios[t->priority()];
     }
@@ -97,6 +108,13 @@ absl::Status CellState::CheckInvariants() const {
     if (n != m->tasks_.size()) return fail("machine ", m->name_, " task list");
   }
   if (machine_list_.size() != machines_.size()) return fail("machine list");
+  for (const auto& [key, v] : in_allocs) {
+    auto it = alloc_used_.find(key);
+    if (it == alloc_used_.end() || !(it->second == v)) return fail("alloc ", TaskName(key.first, key.second), " use");
+  }
+  for (const auto& [key, v] : alloc_used_) {
+    if (!in_allocs.contains(key) && !v.IsZero()) return fail("stale alloc use of ", TaskName(key.first, key.second));
+  }
   for (const auto& [key, v] : usage) {
     auto it = usage_.find(key);
     if (it == usage_.end() || !(it->second == v)) return fail("quota usage of ", key.first);

@@ -363,6 +363,22 @@ std::optional<std::pair<size_t, std::string>> FirstMisfit(const Machine& m, cons
   return std::nullopt;
 }
 
+// A task in an alloc (one per job in each) stays if its new limits fit in
+// what its alloc has left: why not, if they do not.
+std::optional<std::string> AllocMisfit(const CellState& state, const Task& t, const ResourceVector& next) {
+  const Task* a = state.AllocOf(t);
+  if (a == nullptr) return std::nullopt;
+  ResourceVector room = state.AllocFree(*a);
+  room += t.resources();
+  if (auto dim = GrowthShortfall(t.resources(), next, room, false)) {
+    return absl::StrCat(*dim, " ", FormatDimension(*dim, t.resources().Get(*dim)), " -> ",
+                        FormatDimension(*dim, next.Get(*dim)), " does not fit in alloc ",
+                        TaskName(a->job()->id, a->index()), ": room for ",
+                        FormatDimension(*dim, std::max<int64_t>(0, room.Get(*dim))));
+  }
+  return std::nullopt;
+}
+
 // Tasks that staying would put beyond the job's new spreading rules: all
 // but the first on a machine (different_machines), or beyond N per value of
 // an attribute (max_per_domain). `stay` is in index order.
@@ -481,11 +497,20 @@ v1::JobDiff DiffJob(const CellState& state, const Job* job, const v1::JobSpec& n
   // Limits: per machine, with every change the update makes there.
   std::map<std::string, std::pair<std::vector<Stay>, std::vector<const Task*>>> per_machine;
   for (const Task* t : staying) {
+    if (t->in_alloc()) {
+      // Its alloc, not the machine, holds it.
+      if (auto why = AllocMisfit(state, *t, TaskResources(next, t->index()))) {
+        Verdict& v = verdicts[t->index()];
+        std::erase_if(v.reasons, [&](const std::string& r) { return absl::StartsWith(*why, r); });
+        v.Raise(v1::UPDATE_RESCHEDULE, *why);
+      }
+      continue;
+    }
     per_machine[t->machine()->name()].first.push_back(Stay{t, TaskResources(next, t->index()), next.priority()});
   }
   for (int32_t i = 0; i < old_count; ++i) {
     const Task& t = job->tasks[i];
-    if (t.state() != v1::Task::RUNNING) continue;
+    if (t.state() != v1::Task::RUNNING || t.in_alloc()) continue;
     const bool leaves = i >= survivors || verdicts[i].cls == v1::UPDATE_RESCHEDULE;
     if (leaves && per_machine.contains(t.machine()->name())) per_machine[t.machine()->name()].second.push_back(&t);
   }
@@ -593,6 +618,14 @@ absl::Status CheckStaysFit(const CellState& state, const Job& job, const v1::Job
   for (int32_t i = 0; i < old_count; ++i) {
     const Task& t = job.tasks[i];
     if (t.state() != v1::Task::RUNNING || hold.contains(i)) continue;
+    if (t.in_alloc()) {
+      // Its alloc, not the machine, holds it (one task of a job per alloc).
+      if (i >= next.task_count() || reschedule.contains(i)) continue;
+      if (auto why = AllocMisfit(state, t, TaskResources(next, i))) {
+        return absl::FailedPreconditionError(absl::StrCat("task ", TaskName(job.id, i), " cannot stay: ", *why));
+      }
+      continue;
+    }
     auto& [stays, leaving] = per_machine[t.machine()->name()];
     if (i >= next.task_count() || reschedule.contains(i)) {
       leaving.push_back(&t);

@@ -137,13 +137,14 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
         return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(pt.job(), pt.index()),
                                                 " runs on unknown machine ", pt.machine()));
       }
-      AttachToMachine(t, m);
+      c.AttachToMachine(t, m);
     } else {
       ++j->dead;
     }
     if (t->state_ != v1::Task::DEAD) c.AddUsage(*t, true);
   }
   for (const auto& [id, j] : c.jobs_) {
+    if (!j->spec.alloc().empty() && j->state != v1::Job::DEAD) c.alloc_members_[j->spec.alloc()].insert(id);
     for (const Task& t : j->tasks) {
       if (t.state_ == v1::Task::STATE_UNSPECIFIED) {
         return absl::DataLossError(absl::StrCat("snapshot: task ", TaskName(id, t.index_), " is missing"));

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <numeric>
 #include <optional>
+#include <map>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "base/priority.h"
 #include "base/rng.h"
 #include "sched/diagnosis/diagnosis.h"
@@ -32,6 +34,21 @@ struct ClassState {
   uint32_t round = 0;
   std::vector<int32_t> short_of;  // machines that failed only for resources
   std::vector<int32_t> unplaced;
+  Diagnosis why;
+};
+
+// An alloc as this pass sees it: where it runs (-1: not running) and what
+// it has left once this pass's placements are in.
+struct AllocSlot {
+  int32_t machine = -1;
+  ResourceVector free;
+  std::string name;  // "user/set/i"
+  std::string why;   // why nothing can be placed in it (machine == -1)
+};
+
+// Tasks of one job left pending because of their allocs.
+struct AllocPending {
+  std::vector<int32_t> indexes;
   Diagnosis why;
 };
 
@@ -68,6 +85,12 @@ class PassRunner {
   std::optional<int32_t> Pick(ClassState& cs);
   std::optional<int32_t> PickPreempting(ClassState& cs, Preemption* chosen);
   void Commit(ClassState& cs, const cell::Task* t, int32_t machine, const Preemption* p);
+  // A task in an alloc (JobSpec.alloc) goes where its alloc is, if the alloc
+  // has room left; no choice of machine, no preemption (Borg §2.4).
+  void PlaceInAlloc(const cell::Task* t);
+  // A proposal to place `t` on `m`, to be committed by the master.
+  v1::TaskScheduled Proposal(const cell::Task* t, const MachineView& m) const;
+  AllocSlot& SlotOf(const std::string& set, int32_t index);
 
   Scheduler& s_;
   const Options& opt_;
@@ -82,6 +105,8 @@ class PassRunner {
   absl::flat_hash_map<ClassKey, std::unique_ptr<ClassState>> classes_;
   std::vector<ClassState*> class_list_;  // creation order (deterministic)
   ClassState* last_class_ = nullptr;
+  absl::flat_hash_map<std::pair<std::string, int32_t>, AllocSlot> allocs_;
+  std::map<std::string, AllocPending> alloc_pending_;  // by job id
 };
 
 ClassState& PassRunner::ClassFor(const cell::Task* t) {
@@ -347,13 +372,7 @@ std::optional<int32_t> PassRunner::PickPreempting(ClassState& cs, Preemption* ch
 
 void PassRunner::Commit(ClassState& cs, const cell::Task* t, int32_t machine, const Preemption* p) {
   MachineView& m = ctx_.views()[machine];
-  v1::TaskScheduled prop;
-  prop.set_job(t->job()->id);
-  prop.set_index(t->index());
-  prop.set_expect_state_revision(t->state_revision());
-  prop.set_machine(m.machine->name());
-  prop.set_based_on_revision(ctx_.state().revision());
-  prop.set_scheduler(opt_.name);
+  v1::TaskScheduled prop = Proposal(t, m);
   if (p != nullptr) {
     for (const cell::Task* v : p->victims) {
       ctx_.Count(v->job(), m, -1);  // before it is marked evicted
@@ -376,11 +395,69 @@ void PassRunner::Commit(ClassState& cs, const cell::Task* t, int32_t machine, co
     m.placed.push_back(t);
   }
   (cs.cls.prod ? m.prod_cpu : m.nonprod_cpu) += t->resources().cpu_millis;
+  if (t->is_alloc()) {
+    // Placed in this pass: the tasks that run in it may follow in this pass.
+    AllocSlot& slot = allocs_[std::make_pair(t->job()->id, t->index())];
+    slot = AllocSlot{machine, t->resources(), absl::StrCat(t->job()->id, "/", t->index()), ""};
+  }
   m.min_priority = std::min(m.min_priority, t->priority());
   ++m.version;
   UpdateFullness(m);
   ctx_.Count(t->job(), m, +1);
   out_.proposals.push_back(std::move(prop));
+}
+
+AllocSlot& PassRunner::SlotOf(const std::string& set, int32_t index) {
+  auto [it, added] = allocs_.try_emplace(std::make_pair(set, index));
+  AllocSlot& slot = it->second;
+  if (!added) return slot;
+  slot.name = absl::StrCat(set, "/", index);
+  const cell::Job* j = ctx_.state().FindJob(set);
+  const cell::Task* a = j != nullptr && j->alloc_set() && index < static_cast<int32_t>(j->tasks.size())
+                            ? &j->tasks[index]
+                            : nullptr;
+  if (a == nullptr) {
+    slot.why = absl::StrCat("no alloc ", slot.name);
+  } else if (a->state() != v1::Task::RUNNING || ctx_.evicted().contains(a)) {
+    slot.why = absl::StrCat("alloc ", slot.name, " is not running");
+  } else if (!ctx_.views()[a->machine()->order()].up) {
+    slot.why = absl::StrCat("the machine of alloc ", slot.name, " is not up");
+  } else {
+    slot.machine = static_cast<int32_t>(a->machine()->order());
+    slot.free = ctx_.state().AllocFree(*a);
+  }
+  return slot;
+}
+
+void PassRunner::PlaceInAlloc(const cell::Task* t) {
+  AllocSlot& slot = SlotOf(t->job()->spec.alloc(), t->index());
+  std::string why = slot.why;
+  if (slot.machine >= 0) {
+    if (auto dim = t->resources().FirstShortfall(slot.free)) {
+      why = absl::StrCat("insufficient ", *dim, " in alloc ", slot.name);
+    }
+  }
+  if (!why.empty()) {
+    AllocPending& p = alloc_pending_[t->job()->id];
+    p.indexes.push_back(t->index());
+    p.why.machines = 1;
+    ++p.why.reasons[why];
+    ++out_.unplaced;
+    return;
+  }
+  slot.free -= t->resources();
+  out_.proposals.push_back(Proposal(t, ctx_.views()[slot.machine]));
+}
+
+v1::TaskScheduled PassRunner::Proposal(const cell::Task* t, const MachineView& m) const {
+  v1::TaskScheduled prop;
+  prop.set_job(t->job()->id);
+  prop.set_index(t->index());
+  prop.set_expect_state_revision(t->state_revision());
+  prop.set_machine(m.machine->name());
+  prop.set_based_on_revision(ctx_.state().revision());
+  prop.set_scheduler(opt_.name);
+  return prop;
 }
 
 void PassRunner::Run() {
@@ -397,9 +474,14 @@ void PassRunner::Run() {
   }
 
   PendingQueue queue(ctx_.state(), opt_.order, s_.passes_);
+  std::vector<const cell::Task*> in_allocs;
   while (const cell::Task* t = queue.Next()) {
     if (opt_.max_tasks_per_pass > 0 && out_.tasks_considered >= opt_.max_tasks_per_pass) break;
     ++out_.tasks_considered;
+    if (t->in_alloc()) {
+      in_allocs.push_back(t);  // after the allocs this pass places
+      continue;
+    }
     ClassState& cs = ClassFor(t);
     if (opt_.max_unplaced >= 0 && out_.unplaced > opt_.max_unplaced) {
       out_.stopped_early = true;
@@ -432,6 +514,7 @@ void PassRunner::Run() {
     // over a sample that grows with it instead of filling its first sample.
     if (opt_.relaxed_randomization && !cs.scan_done) Scan(cs, 1);
   }
+  for (const cell::Task* t : in_allocs) PlaceInAlloc(t);  // in queue order
   // The cache copies each failed class's diagnosis: save before the
   // diagnoses move into the result, or later passes skip the class with an
   // empty one ("0/3 machines fit", no reasons; issue #15).
@@ -440,6 +523,7 @@ void PassRunner::Run() {
     if (cs->unplaced.empty()) continue;
     out_.pending.push_back(PendingClass{cs->cls.job->id, std::move(cs->unplaced), std::move(cs->why)});
   }
+  for (auto& [job, p] : alloc_pending_) out_.pending.push_back(PendingClass{job, std::move(p.indexes), std::move(p.why)});
 }
 
 Scheduler::Scheduler(Options options)

@@ -437,3 +437,46 @@ TEST(Scheduler, WhyKeepsItsReasonsOnLaterPassesForSpreadLimits) {
 
 }  // namespace
 }  // namespace herd::sched
+
+namespace herd::sched {
+namespace {
+
+// Allocs (docs/allocs.md): a task in an alloc goes where its alloc is, in
+// the same pass as the alloc if need be, while the alloc has room; the
+// others stay pending with the alloc named in the reason.
+TEST(Scheduler, TasksInAnAllocFollowItAndFitInIt) {
+  cell::CellState s;
+  AddMachines(s, 4);
+  v1::JobSpec set = JobBuilder("slots").Priority(200).Tasks(2).Cpu(1000).Memory(1LL << 30).Build();
+  set.mutable_task()->clear_command();
+  set.set_alloc_set(true);
+  v1::JobSpec web = JobBuilder("web").Priority(200).Tasks(2).Cpu(700).Memory(256LL << 20).Build();
+  web.set_alloc("alice/slots");
+  v1::JobSpec saver = JobBuilder("saver").Priority(200).Tasks(2).Cpu(300).Memory(64LL << 20).Build();
+  saver.set_alloc("alice/slots");
+  v1::JobSpec extra = JobBuilder("extra").Priority(100).Tasks(1).Cpu(100).Memory(1LL << 20).Build();
+  extra.set_alloc("alice/slots");
+  ASSERT_TRUE(s.Apply(Submit({set, web, saver, extra})).ok());
+  Scheduler sched(Plain(PackingPolicy::kWorstFit));
+  PassResult r = sched.RunPass(s);
+  ASSERT_EQ(Commit(s, r), 6);  // 2 allocs, web and saver in both; extra has no room
+  ASSERT_TRUE(s.CheckInvariants().ok());
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(MachineOf(s, "alice/web", i), MachineOf(s, "alice/slots", i));
+    EXPECT_EQ(MachineOf(s, "alice/saver", i), MachineOf(s, "alice/slots", i));
+  }
+  ASSERT_EQ(r.pending.size(), 1u);
+  EXPECT_EQ(r.pending[0].job, "alice/extra");
+  EXPECT_EQ(r.pending[0].why.ToString(), "0/1 machines fit: 1 insufficient cpu in alloc alice/slots/0");
+  // The alloc machines hold only the allocs' limits.
+  const cell::Machine* m = s.FindTask("alice/slots", 0)->machine();
+  EXPECT_EQ(m->allocated().cpu_millis, 1000);
+  // The saver leaves: extra now fits in alloc 0.
+  ASSERT_TRUE(s.Apply(Exited(Ref("alice/saver", 0, 1), 0)).ok());
+  r = sched.RunPass(s);
+  ASSERT_EQ(Commit(s, r), 1);
+  EXPECT_EQ(MachineOf(s, "alice/extra", 0), MachineOf(s, "alice/slots", 0));
+}
+
+}  // namespace
+}  // namespace herd::sched

@@ -99,12 +99,32 @@ TEST(SpecTest, ExamplesHelloIsTheMinimalSpec) {
 }
 
 TEST(SpecTest, AllExamplesParse) {
-  for (const char* name : {"hello.yaml", "web.yaml", "batch.jsonnet"}) {
+  ParseOptions opts;
+  opts.default_user = "alice";  // as herd submit fills it in
+  for (const char* name : {"hello.yaml", "web.yaml", "batch.jsonnet", "pipeline.yaml", "logsaver.yaml"}) {
     SCOPED_TRACE(name);
-    auto specs = ParseFile(kExamples + "/" + name);
+    auto specs = ParseFile(kExamples + "/" + name, opts);
     ASSERT_TRUE(specs.ok()) << specs.status();
     EXPECT_FALSE(specs->empty());
   }
+}
+
+// Allocs (issue #14 item 3): an alloc set reserves and runs nothing; a job
+// names the alloc set it runs in, by name or user/name.
+TEST(SpecTest, AllocSetsAndJobsInThem) {
+  v1::JobSpec set = One("name: slots\nuser: alice\nalloc_set: true\ntasks: 2\nresources: {cpu: 1, memory: 1Gi}\n");
+  EXPECT_TRUE(set.alloc_set());
+  EXPECT_TRUE(set.task().command().empty());
+  EXPECT_EQ(One("name: web\nuser: alice\nalloc: slots\ncommand: x\nresources: {cpu: 1, memory: 1Mi}\n").alloc(),
+            "alice/slots");
+  EXPECT_EQ(One("name: web\nuser: alice\nalloc: bob/slots\ncommand: x\nresources: {cpu: 1, memory: 1Mi}\n").alloc(),
+            "bob/slots");
+  EXPECT_THAT(Errors("name: slots\nuser: alice\nalloc_set: true\ncommand: [sleep, '1']\nresources: {cpu: 1, memory: 1Gi}\n"),
+              ElementsAre(HasSubstr("job.yaml:4:10: command: an alloc set runs nothing of its own")));
+  EXPECT_THAT(Errors("name: web\nuser: alice\nalloc: 'no such/x/y'\ncommand: x\nresources: {cpu: 1, memory: 1Mi}\n"),
+              ElementsAre(HasSubstr("alloc: 'no such/x/y' is not a job name")));
+  EXPECT_THAT(Errors("name: slots\nuser: alice\nalloc_set: yes please\nresources: {cpu: 1, memory: 1Gi}\n"),
+              Contains(HasSubstr("job.yaml:3:12: alloc_set: expected true or false, got 'yes please'")));
 }
 
 TEST(SpecTest, Defaults) {

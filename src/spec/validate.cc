@@ -416,6 +416,10 @@ void NormalizeAfter(v1::JobSpec* spec) {
       dep = JobId(spec->user(), dep);
     }
   }
+  const std::string& alloc = spec->alloc();
+  if (!alloc.empty() && alloc.find('/') == std::string::npos && !spec->user().empty()) {
+    spec->set_alloc(JobId(spec->user(), alloc));
+  }
 }
 
 bool IsValidEnvName(absl::string_view name) {
@@ -450,7 +454,22 @@ std::vector<Issue> ValidateIssues(const v1::JobSpec& spec) {
   }
 
   const v1::TaskTemplate& t = spec.task();
-  if (t.command().empty()) {
+  if (spec.alloc_set()) {
+    // Reserves resources; runs nothing of its own.
+    const char* what = !t.command().empty()       ? "command"
+                       : !t.args().empty()         ? "args"
+                       : !t.env().empty()          ? "env"
+                       : !t.packages().empty()     ? "packages"
+                       : t.has_health_check()      ? "health_check"
+                       : !t.port_names().empty()   ? "resources.ports"
+                       : !spec.schedule().empty()  ? "schedule"
+                       : !spec.alloc().empty()     ? "alloc"
+                                                   : nullptr;
+    if (what != nullptr) {
+      out.Add(what, "an alloc set runs nothing of its own (it reserves resources for the jobs that name it in "
+                    "alloc:); remove this field");
+    }
+  } else if (t.command().empty()) {
     out.Add("command", "missing: every job needs a command, e.g. command: [\"/bin/server\", \"--port=8080\"]");
   } else if (t.command(0).empty()) {
     out.Add("command[0]", "must not be empty (it is the program to run)");
@@ -527,6 +546,13 @@ std::vector<Issue> ValidateIssues(const v1::JobSpec& spec) {
     CheckOverride(spec.overrides(i), Index("overrides", i), spec, &out);
   }
   CheckBatch(spec, &out);
+  if (!spec.alloc().empty()) {
+    size_t slash = spec.alloc().find('/');
+    absl::Status st = slash == std::string::npos ? ValidateJobName(spec.alloc())
+                                                 : ValidateJobName(spec.alloc().substr(slash + 1));
+    if (st.ok() && slash != std::string::npos) st = ValidateUserName(spec.alloc().substr(0, slash));
+    if (!st.ok()) out.Add("alloc", absl::StrCat("'", Quote(spec.alloc()), "' is not a job name: ", st.message()));
+  }
   return out.Take();
 }
 

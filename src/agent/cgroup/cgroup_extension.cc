@@ -203,8 +203,32 @@ bool CgroupExtension::IsBatch(const v1::TaskRun& spec) {
   return spec.appclass() == v1::BATCH;
 }
 
-std::string CgroupExtension::GroupOf(const v1::TaskRun& spec) const {
+std::string CgroupExtension::EnvelopeOf(const v1::TaskRun& spec) const {
   return absl::StrCat(AgentGroup(), IsBatch(spec) ? "/batch/" : "/ls/", spec.run_id());
+}
+
+std::string CgroupExtension::GroupOf(const v1::TaskRun& spec) const {
+  // An alloc's placeholder sits in a child of its envelope (cgroup v2 lets
+  // a group hold processes or child groups with controllers, not both).
+  if (spec.alloc()) return absl::StrCat(EnvelopeOf(spec), "/", kAllocPause);
+  if (!spec.alloc_run_id().empty()) {
+    std::string envelope = AllocEnvelope(spec.alloc_run_id());
+    if (!envelope.empty()) return absl::StrCat(envelope, "/", spec.run_id());
+  }
+  return EnvelopeOf(spec);
+}
+
+std::string CgroupExtension::AllocEnvelope(const std::string& alloc_run_id) const {
+  {
+    absl::MutexLock l(&mu_);
+    if (auto it = allocs_.find(alloc_run_id); it != allocs_.end()) return it->second;
+  }
+  // After a restart of the agent, before the alloc's run is recovered.
+  for (const char* cls : {"/ls/", "/batch/"}) {
+    std::string g = absl::StrCat(AgentGroup(), cls, alloc_run_id);
+    if (driver_ && driver_->Exists(g)) return g;
+  }
+  return "";
 }
 
 int64_t CgroupExtension::CpuShares(const v1::TaskRun& spec) {
@@ -246,12 +270,30 @@ void CgroupExtension::Recovered(const RunView& run) {
   if (!driver_) return;
   // Adopt the group as it is: its OOM count started at 0 with the attempt
   // (Prepare creates a fresh group per attempt).
+  std::string group = GroupOf(run.spec);
   absl::MutexLock l(&mu_);
-  runs_[run.spec.run_id()].group = GroupOf(run.spec);
+  runs_[run.spec.run_id()].group = std::move(group);
+  if (run.spec.alloc()) allocs_[run.spec.run_id()] = EnvelopeOf(run.spec);
 }
 
 absl::Status CgroupExtension::Prepare(const RunView& run, AttemptSetup* setup) {
   if (!driver_) return absl::OkStatus();
+  if (run.spec.alloc()) {
+    // The envelope holds the alloc's limits and outlives the placeholder's
+    // attempts: the tasks in it keep running when the placeholder restarts.
+    const std::string envelope = EnvelopeOf(run.spec);
+    absl::Status st = driver_->Create(envelope);
+    if (st.ok()) st = driver_->SetLimits(envelope, LimitsOf(run.spec));
+    if (!st.ok()) return absl::InternalError(absl::StrCat("cgroup ", envelope, ": ", st.message()));
+    bool added = false;
+    {
+      absl::MutexLock l(&mu_);
+      added = allocs_.insert_or_assign(run.spec.run_id(), envelope).second;
+    }
+    if (added && control_ != nullptr) control_->Retry();  // tasks waiting for it
+  } else if (!run.spec.alloc_run_id().empty() && AllocEnvelope(run.spec.alloc_run_id()).empty()) {
+    return absl::UnavailableError(absl::StrCat("alloc ", run.spec.alloc_run_id(), " is not set up here yet"));
+  }
   const std::string group = GroupOf(run.spec);
   int64_t oom_base = 0;
   if (driver_->Exists(group)) {
@@ -290,7 +332,7 @@ CgroupLimits CgroupExtension::LimitsOf(const v1::TaskRun& spec) const {
 
 void CgroupExtension::Updated(const RunView& run) {
   if (!driver_) return;
-  const std::string group = GroupOf(run.spec);
+  const std::string group = run.spec.alloc() ? EnvelopeOf(run.spec) : GroupOf(run.spec);
   if (!driver_->Exists(group)) return;  // no attempt yet: its Prepare sets the new limits
   if (absl::Status st = driver_->SetLimits(group, LimitsOf(run.spec)); !st.ok()) {
     HERD_LOG_WARN("run {}: cannot change its limits in place: {}", run.spec.run_id(), st.ToString());
@@ -302,9 +344,10 @@ void CgroupExtension::Updated(const RunView& run) {
 
 void CgroupExtension::Started(const RunView& run, bool recovered) {
   if (!driver_ || !recovered) return;
+  std::string group = GroupOf(run.spec);  // not under mu_: it may take it
   absl::MutexLock l(&mu_);
   RunInfo& info = runs_[run.spec.run_id()];
-  if (info.group.empty()) info.group = GroupOf(run.spec);
+  if (info.group.empty()) info.group = std::move(group);
 }
 
 void CgroupExtension::Ended(const RunView& run, ExitStatus* exit) {
@@ -347,19 +390,27 @@ bool CgroupExtension::KillAll(const RunView& run) {
 
 void CgroupExtension::Released(const RunView& run) {
   if (!driver_) return;
-  std::string group = GroupOf(run.spec);
-  absl::Status st;
-  // The last processes may still be exiting: a few short tries here, then
-  // again on later ticks.
-  for (int i = 0; i < 5; ++i) {
-    st = driver_->Remove(group);
-    if (st.ok()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::vector<std::string> groups = {GroupOf(run.spec)};
+  // An alloc's envelope goes after its placeholder (and after the tasks in
+  // it, which the master stops with it: until then, later ticks retry).
+  if (run.spec.alloc()) groups.push_back(EnvelopeOf(run.spec));
+  std::vector<std::string> later;
+  for (const std::string& group : groups) {
+    absl::Status st;
+    // The last processes may still be exiting: a few short tries here, then
+    // again on later ticks.
+    for (int i = 0; i < 5; ++i) {
+      st = driver_->Remove(group);
+      if (st.ok()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    if (!st.ok()) later.push_back(group);
   }
   absl::MutexLock l(&mu_);
   runs_.erase(run.spec.run_id());
   evicting_.erase(run.spec.run_id());
-  if (!st.ok()) remove_later_.insert(group);
+  allocs_.erase(run.spec.run_id());
+  remove_later_.insert(later.begin(), later.end());
 }
 
 void CgroupExtension::Describe(const RunView& run, v1::RunStatus* status) const {
@@ -397,7 +448,7 @@ void CgroupExtension::RemoveStaleGroups(const std::vector<RunView>& runs) {
   // After recovery: groups under our directory that no known run owns were
   // left by runs forgotten while no agent ran (or by a crash mid-Released).
   std::set<std::string> known;
-  for (const RunView& r : runs) known.insert(GroupOf(r.spec));
+  for (const RunView& r : runs) known.insert(r.spec.alloc() ? EnvelopeOf(r.spec) : GroupOf(r.spec));
   for (const std::string& cls : {std::string("ls"), std::string("batch")}) {
     const std::string parent = absl::StrCat(AgentGroup(), "/", cls);
     for (const std::string& child : driver_->Children(parent)) {

@@ -8,6 +8,13 @@
 //   <root>/<parent>/<agent>/ls/<run_id>      latency-sensitive runs
 //   <root>/<parent>/<agent>/batch/<run_id>   batch runs
 //
+// An alloc (TaskRun.alloc) is an envelope group <ls|batch>/<run_id> with the
+// alloc's limits, holding its placeholder process in <run_id>/pause and
+// the runs of the tasks in it (TaskRun.alloc_run_id) in <run_id>/<their
+// run_id>: they share the alloc's limits, and stay when the placeholder
+// restarts. A task in an alloc waits to start until its alloc's envelope
+// exists here.
+//
 // where <agent> is the agent's name and a hash of its root directory
 // (CgroupOptions::owner_dir).
 //
@@ -113,6 +120,9 @@ class CgroupExtension : public Extension {
   static std::string AgentGroupOf(const CgroupOptions& o);
   std::string BatchGroup() const { return AgentGroup() + "/batch"; }
   std::string GroupOf(const v1::TaskRun& spec) const;
+  // An alloc's envelope group (the group of any other run).
+  std::string EnvelopeOf(const v1::TaskRun& spec) const;
+  static constexpr absl::string_view kAllocPause = "pause";
   static bool IsBatch(const v1::TaskRun& spec);
   static int64_t CpuShares(const v1::TaskRun& spec);
   // What a run's group is limited to: its memory and CPU, its shares, the
@@ -162,6 +172,9 @@ class CgroupExtension : public Extension {
   // SIGKILLed and never came back (test cells).
   void RemoveDeadAgents();
   bool HasProcesses(const std::string& group) const;
+  // The envelope of the alloc whose run id is given, if it is set up here
+  // ("" if not).
+  std::string AllocEnvelope(const std::string& alloc_run_id) const;
 
   const CgroupOptions options_;
   const std::string agent_group_;
@@ -173,6 +186,7 @@ class CgroupExtension : public Extension {
   std::map<std::string, RunInfo> runs_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> evicting_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> remove_later_ ABSL_GUARDED_BY(mu_);  // groups whose rmdir was busy
+  std::map<std::string, std::string> allocs_ ABSL_GUARDED_BY(mu_);  // alloc run id -> envelope group
   bool cleaned_ ABSL_GUARDED_BY(mu_) = false;
   int64_t next_sample_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t evict_hold_until_ms_ ABSL_GUARDED_BY(mu_) = 0;

@@ -535,3 +535,58 @@ TEST_F(CgroupTest, PrepareAndReleaseManyRuns) {
 
 }  // namespace
 }  // namespace herd::agent
+
+namespace herd::agent {
+namespace {
+
+// Allocs (docs/allocs.md): the alloc's envelope group holds its limits, its
+// placeholder (herd-shim --pause) in a child, and the groups of the runs in
+// it; a run in an alloc waits for the envelope; the placeholder restarts
+// without disturbing them; releasing both removes the envelope.
+TEST_F(CgroupTest, AnAllocsEnvelopeHoldsItsTasksAndOutlivesItsPlaceholder) {
+  sup_ = Start(Options());
+  v1::TaskRun alloc = MakeRun("alloc", {}, v1::RestartPolicy::ALWAYS);
+  alloc.set_alloc(true);
+  alloc.set_priority(200);
+  alloc.set_appclass(v1::LATENCY_SENSITIVE);
+  alloc.mutable_resources()->set_cpu_millis(500);
+  alloc.mutable_resources()->set_memory_bytes(256LL << 20);
+  v1::TaskRun member = MakeRun("member", {"/bin/sleep", "3600"});
+  member.set_priority(200);
+  member.set_appclass(v1::LATENCY_SENSITIVE);
+  member.set_alloc_run_id(alloc.run_id());
+
+  sup_->SetDesired({member});
+  ASSERT_TRUE(WaitFor(*sup_, member.run_id(), [](const std::optional<v1::RunStatus>& s) {
+    return s && absl::StrContains(s->message(), "waiting: alloc") && s->phase() == v1::Task::STARTING;
+  }));
+  sup_->SetDesired({alloc, member});
+  std::optional<v1::RunStatus> a = WaitFor(*sup_, alloc.run_id(), IsActive);
+  std::optional<v1::RunStatus> m = WaitFor(*sup_, member.run_id(), IsActive);
+  ASSERT_TRUE(a && m);
+  const std::string envelope = ext_->EnvelopeOf(alloc);
+  EXPECT_EQ(ext_->GroupOf(alloc), envelope + "/pause");
+  EXPECT_EQ(ext_->GroupOf(member), absl::StrCat(envelope, "/", member.run_id()));
+  std::vector<pid_t> in = ext_->driver()->Pids(ext_->GroupOf(member));
+  EXPECT_NE(std::find(in.begin(), in.end(), static_cast<pid_t>(m->pid())), in.end());
+  in = ext_->driver()->Pids(ext_->GroupOf(alloc));
+  EXPECT_NE(std::find(in.begin(), in.end(), static_cast<pid_t>(a->pid())), in.end());
+  EXPECT_TRUE(ext_->driver()->Pids(envelope).empty()) << "the envelope holds groups, not processes";
+
+  // The placeholder dies and comes back; the task in the alloc runs on.
+  ASSERT_EQ(kill(static_cast<pid_t>(a->pid()), SIGKILL), 0);
+  ASSERT_TRUE(WaitFor(*sup_, alloc.run_id(), [](const std::optional<v1::RunStatus>& s) {
+    return s && s->phase() == v1::Task::ACTIVE && s->restarts() >= 1;
+  }));
+  std::optional<v1::RunStatus> m2 = WaitFor(*sup_, member.run_id(), IsActive);
+  ASSERT_TRUE(m2);
+  EXPECT_EQ(m2->pid(), m->pid());
+  EXPECT_EQ(m2->restarts(), 0);
+
+  sup_->SetDesired({});
+  EXPECT_TRUE(Eventually([&] { return sup_->Observe().empty(); }, std::chrono::seconds(30)));
+  EXPECT_TRUE(Eventually([&] { return !ext_->driver()->Exists(envelope); }, std::chrono::seconds(30)));
+}
+
+}  // namespace
+}  // namespace herd::agent

@@ -67,7 +67,7 @@ class CgroupDriver {
   // per hierarchy (herd-shim --cgroup FILE, repeated).
   virtual std::vector<std::string> ProcsFiles(absl::string_view group) const = 0;
   virtual absl::StatusOr<CgroupSample> Sample(absl::string_view group) const = 0;
-  // Every process in the group (and its children groups).
+  // The processes in the group itself (not those in its child groups).
   virtual std::vector<pid_t> Pids(absl::string_view group) const = 0;
   // SIGKILL to every process in the group, including ones that left the
   // task's process group or session: v2 cgroup.kill when the kernel has it,

@@ -760,8 +760,22 @@ int EnterMain(int argc, char** argv) {
 
 }  // namespace
 
+// herd-shim --pause: holds an alloc's cgroup until told to stop.
+int PauseMain() {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  sigprocmask(SIG_BLOCK, &stop, nullptr);
+  int sig = 0;
+  while (sigwait(&stop, &sig) != 0) {
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], shim::kOptEnter) == 0) return EnterMain(argc, argv);
+  if (argc == 2 && strcmp(argv[1], shim::kOptPause) == 0) return PauseMain();
   Options o;
   int first = argc >= 2 ? ParseOptions(argc, argv, &o) : 0;
   if (first == 0) return 2;

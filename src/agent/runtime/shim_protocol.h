@@ -103,6 +103,9 @@ inline constexpr char kOptCwd[] = "--cwd";
 inline constexpr char kOptBind[] = "--bind";
 inline constexpr char kOptEnter[] = "--enter";
 inline constexpr char kOptStartTime[] = "--start-time";
+// herd-shim --pause: an alloc's placeholder (the task an alloc's run
+// executes): waits for SIGTERM or SIGINT, then exits 0.
+inline constexpr char kOptPause[] = "--pause";
 // herd-shim --enter's exit codes when ARGV did not run.
 inline constexpr int kEnterFailedExit = 125;
 inline constexpr int kEnterNotExecutableExit = 126;

@@ -382,12 +382,17 @@ void Supervisor::SetDesired(const std::vector<v1::TaskRun>& desired) {
     }
     auto run = std::make_unique<Run>(RunPath(spec.run_id()));
     run->spec = spec;
+    if (spec.alloc() && spec.argv().empty()) {
+      // An alloc runs nothing of its own: a placeholder holds its cgroup.
+      run->spec.add_argv(options_.shim_path);
+      run->spec.add_argv(std::string(shim::kOptPause));
+    }
     run->token = next_token_++;
     run->state.phase = v1::Task::STARTING;
     if (absl::Status st = ValidateRunId(spec.run_id()); !st.ok()) {
       run->invalid = true;
       run->state.message = std::string(st.message());
-    } else if (spec.argv().empty()) {
+    } else if (run->spec.argv().empty()) {
       run->invalid = true;
       run->state.message = "empty argv";
     }
@@ -762,6 +767,10 @@ void Supervisor::StartAttemptLocked(Run& run) {
   }
   spawn.argv.push_back("--");
   for (const std::string& arg : run.spec.argv()) spawn.argv.push_back(SubstituteVariables(arg, setup.substitutions));
+  if (!run.spec.alloc_run_id().empty() && ValidateRunId(run.spec.alloc_run_id()).ok()) {
+    // Shared by the tasks of one alloc (the logsaver pattern): the alloc's sandbox.
+    setup.env["HERD_ALLOC_DIR"] = RunDir(RunPath(run.spec.alloc_run_id())).Sandbox();
+  }
   spawn.env = TaskEnvironment(run.spec, run.dir, setup.env);
   for (auto& [key, value] : spawn.env) value = SubstituteVariables(value, setup.substitutions);
   spawn.cwd = *workdir;

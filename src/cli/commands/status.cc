@@ -65,8 +65,15 @@ void AddStatus(CLI::App& app, CommandContext& ctx) {
                   s.time_zone().empty() ? "UTC" : s.time_zone().c_str(), j.runs_size(), j.id().c_str());
     }
     if (!j.scheduled_by().empty()) std::printf("run of:     %s\n", j.scheduled_by().c_str());
-    std::printf("tasks:      %d, each %s\n", s.task_count(), ShortResources(s.task().resources()).c_str());
-    std::printf("command:    %s\n", cmdline.c_str());
+    if (s.alloc_set()) {
+      std::printf("alloc set:  %d allocs, each %s; jobs in it: %s\n", s.task_count(),
+                  ShortResources(s.task().resources()).c_str(),
+                  j.alloc_members().empty() ? "none" : absl::StrJoin(j.alloc_members(), ", ").c_str());
+    } else {
+      if (!s.alloc().empty()) std::printf("alloc:      task i runs in alloc i of %s\n", s.alloc().c_str());
+      std::printf("tasks:      %d, each %s\n", s.task_count(), ShortResources(s.task().resources()).c_str());
+      std::printf("command:    %s\n", cmdline.c_str());
+    }
     std::printf("restart:    %s; grace period %s%s\n", RestartText(s.restart()).c_str(),
                 FormatDurationMs(s.grace_period_ms()).c_str(), s.at_most_once() ? "; at most once" : "");
     if (!s.constraints().empty()) {

@@ -28,7 +28,8 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
     if (!v.devices.empty()) {
       std::vector<ResourceVector> on;
       for (const cell::Task* t : m->tasks()) {
-        if (!t->resources().extended.empty()) on.push_back(t->resources());
+        // A task in an alloc uses the alloc's devices, not more of the machine's.
+        if (!t->resources().extended.empty() && !t->in_alloc()) on.push_back(t->resources());
       }
       v.devices.PlaceAll(std::move(on));
       max_device_capacity_ = std::max(max_device_capacity_, v.devices.Capacity());
@@ -208,7 +209,7 @@ Devices PassContext::DevicesWithout(const MachineView& m, const std::vector<cons
     return evicted_.contains(t) || std::find(victims.begin(), victims.end(), t) != victims.end();
   };
   for (const cell::Task* t : m.machine->tasks()) {
-    if (!t->resources().extended.empty() && !gone(t)) on.push_back(t->resources());
+    if (!t->resources().extended.empty() && !t->in_alloc() && !gone(t)) on.push_back(t->resources());
   }
   d.PlaceAll(std::move(on));
   for (const cell::Task* t : m.placed) d.Take(t->resources());

@@ -11,7 +11,10 @@ std::optional<Preemption> FindVictims(int32_t priority, bool prod, const Resourc
                                       const absl::flat_hash_set<const cell::Task*>& already_evicted) {
   std::vector<const cell::Task*> candidates;
   for (const cell::Task* t : machine.tasks()) {
-    if (!already_evicted.contains(t) && MayPreempt(priority, t->priority())) candidates.push_back(t);
+    // A task in an alloc holds none of the machine (its alloc does).
+    if (!already_evicted.contains(t) && !t->in_alloc() && MayPreempt(priority, t->priority())) {
+      candidates.push_back(t);
+    }
   }
   if (candidates.empty()) return std::nullopt;
   auto held = [prod](const cell::Task* t) -> const ResourceVector& { return prod ? t->resources() : t->reservation(); };

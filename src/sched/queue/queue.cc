@@ -13,6 +13,7 @@ PendingQueue::PendingQueue(const cell::CellState& state, QueueOrder order, uint6
       if (m->state() != v1::Machine::UP) continue;
       capacity_ += m->capacity();
       for (const cell::Task* t : m->tasks()) {
+        if (t->in_alloc()) continue;  // its alloc holds it
         held_[{t->job()->spec.user(), static_cast<int>(BandOf(t->priority()))}] += t->resources();
       }
     }

@@ -26,7 +26,7 @@ constexpr absl::string_view kJobFields[] = {
     "env",         "workdir",   "resources", "constraints",   "soft_constraints", "restart",
     "grace_period", "appclass", "labels",    "overrides",     "different_machines", "max_per_domain",
     "packages",    "health_check", "isolation", "at_most_once", "disruption_budget",
-    "update",      "after",        "schedule",  "time_zone",    "concurrency"};
+    "update",      "after",        "schedule",  "time_zone",    "concurrency", "alloc_set", "alloc"};
 constexpr absl::string_view kUpdateFields[] = {"max_unavailable", "min_healthy_time", "canary", "auto_rollback",
                                                "progress_deadline"};
 // A rolling update's defaults when `update:` is given (Nomad's): one task
@@ -182,6 +182,12 @@ v1::JobSpec JobReader::Read(const YAML::Node& node) {
   }
   if (auto v = get("schedule")) {
     if (auto s = String(*v)) spec.set_schedule(*s);
+  }
+  if (auto v = get("alloc_set")) {
+    if (auto b = Bool(*v)) spec.set_alloc_set(*b);
+  }
+  if (auto v = get("alloc")) {
+    if (auto s = String(*v)) spec.set_alloc(*s);
   }
   if (auto v = get("time_zone")) {
     if (auto s = String(*v)) spec.set_time_zone(*s);

@@ -22,6 +22,7 @@ absl::Status CheckQuota(const cell::CellState& state, const std::vector<v1::JobS
   std::map<std::pair<std::string, Band>, std::string> example;
   for (const v1::JobSpec& spec : jobs) {
     if (spec.priority() == 0) continue;  // priority 0: unlimited (Borg §2.5)
+    if (!spec.alloc().empty()) continue;  // its alloc set is charged
     auto key = std::make_pair(spec.user(), BandOf(spec.priority()));
     for (int32_t i = 0; i < spec.task_count(); ++i) asks[key] += cell::TaskResources(spec, i);
     if (!example.count(key)) {
@@ -33,7 +34,7 @@ absl::Status CheckQuota(const cell::CellState& state, const std::vector<v1::JobS
   std::map<std::pair<std::string, Band>, ResourceVector> released;
   for (const cell::Job* job : replacing) {
     for (const cell::Task& t : job->tasks) {
-      if (t.state() != v1::Task::DEAD) released[{job->spec.user(), BandOf(t.priority())}] += t.resources();
+      if (t.state() != v1::Task::DEAD && !t.in_alloc()) released[{job->spec.user(), BandOf(t.priority())}] += t.resources();
     }
   }
   for (const auto& [key, ask] : asks) {

@@ -26,10 +26,14 @@ std::map<int32_t, int64_t> PendingOf(const cell::Job& job) {
 }
 
 // What a listing shows beyond the job's own record: whom a WAITING job
-// waits for, when a scheduled job's next run is due.
+// waits for, when a scheduled job's next run is due, which jobs run in an
+// alloc set.
 void AddBatchInfo(const cell::CellState& s, const cell::Job& j, v1::Job* out) {
   for (std::string& dep : cell::WaitingFor(s, j)) out->add_waiting_for(std::move(dep));
   if (j.scheduled() && j.state == v1::Job::SCHEDULED) out->set_next_due_ms(NextDueMs(j));
+  if (j.alloc_set()) {
+    for (std::string& m : s.AllocMembers(j.id)) out->add_alloc_members(std::move(m));
+  }
 }
 
 }  // namespace

@@ -36,6 +36,16 @@ v1::TaskRun BuildTaskRun(const cell::CellState& state, const cell::Task& t) {
   if (tt.has_isolation()) *run.mutable_isolation() = tt.isolation();
   run.set_at_most_once(spec.at_most_once());
   run.set_job_version(t.job_version());
+  if (t.is_alloc()) {
+    // Runs nothing of its own: the agent keeps a placeholder in its cgroup
+    // for as long as the alloc is on this machine.
+    run.set_alloc(true);
+    run.clear_argv();
+    run.mutable_restart()->set_mode(v1::RestartPolicy::ALWAYS);
+    run.mutable_restart()->set_max_restarts(0);
+  } else if (const cell::Task* a = state.AllocOf(t); a != nullptr && a->state() == v1::Task::RUNNING) {
+    run.set_alloc_run_id(RunId(a->job()->id, a->index(), a->incarnation()));
+  }
   return run;
 }
 
@@ -182,7 +192,8 @@ void DrainSome(const cell::Machine& m, const absl::flat_hash_set<const cell::Tas
   };
   for (const cell::Task* t : moved) ++count(t->job());
   for (const cell::Task* t : m.tasks()) {
-    if (moved.contains(t) || t->state() != v1::Task::RUNNING) continue;
+    // A task in an alloc moves with its alloc, never on its own.
+    if (moved.contains(t) || t->state() != v1::Task::RUNNING || t->in_alloc()) continue;
     int& down = count(t->job());
     // An inactive task is already unavailable: moving it costs nothing more.
     const bool active = t->phase() == v1::Task::ACTIVE;
