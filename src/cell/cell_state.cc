@@ -1228,6 +1228,10 @@ void CellState::ApplyScheduled(const v1::Mutation& m, Effects* fx) {
     fx->pending_added = true;
     UpdateJobState(v->job_, m);
   }
+  // Placed again, it starts from its limit: the estimate was of its last
+  // run (Borg §5.5: the initial reservation is the limit). A task never
+  // placed keeps one set ahead (the simulator's modelled reservations).
+  if (t->incarnation_ > 0) t->reservation_.reset();
   Place(t, mach, fx);
   NewRun(t);
   // Who placed it (the scheduler's name) when several schedulers may race.
@@ -1322,8 +1326,9 @@ absl::Status CellState::CheckReservations(const v1::ReservationsSet& m) const {
 void CellState::ApplyReservations(const v1::Mutation& m) {
   for (const auto& e : m.reservations_set().entries()) {
     Task* t = MutableTask(e.job(), e.index());
+    if (e.incarnation() != 0 && (t->state_ != v1::Task::RUNNING || t->incarnation_ != e.incarnation())) continue;
     ResourceVector r = ResourceVector::FromProto(e.reservation());
-    if (t->machine_ != nullptr) {
+    if (t->machine_ != nullptr && !t->in_alloc()) {
       t->machine_->reserved_ -= t->reservation();
       t->machine_->reserved_ += r;
       if (r.FitsIn(t->reservation()) && !(r == t->reservation())) freed_revision_ = revision_;

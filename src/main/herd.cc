@@ -20,6 +20,7 @@
 #include "main/scheduler_role.h"
 #include "main/bench_role.h"
 #include "main/sim_role.h"
+#include "main/reclaim_flags.h"
 #include "main/up.h"
 #include "master/server/master_server.h"
 #include "rpc/rpc.h"
@@ -112,9 +113,15 @@ void AddMaster(CLI::App& app, int& rc) {
   AddSchedulerFlags(cmd, sched_flags.get());
   cmd->add_option("--snapshot-every", o->core.committer.snapshot_every, "Mutations between snapshots")
       ->capture_default_str();
+  auto reclaim = std::make_shared<ReclaimFlags>();
+  AddReclaimFlags(cmd, reclaim.get());
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
   cmd->callback([&rc, o, poll, poll_timeout, full_poll, task_lease, sched_flags, sched_mode, history_sample,
-                 history_keep] {
+                 history_keep, reclaim] {
+    if (auto st = ApplyReclaimFlags(*reclaim, &o->core.reclaim); !st.ok()) {
+      rc = Usage(std::string(st.message()));
+      return;
+    }
     for (auto [flag, text, out] : {std::tuple{"--history-sample", history_sample.get(),
                                               &o->history_options.sample_interval_ms},
                                    std::tuple{"--history-retention", history_keep.get(),
@@ -315,6 +322,8 @@ void AddUp(CLI::App& app, int& rc) {
   cmd->add_option("--dns", o->dns,
                   "The master's DNS responder for tasks' names (port 0: any free one; \"\": none; not with --ha)")
       ->capture_default_str();
+  cmd->add_option("--reclaim", o->reclaim,
+                  "The master's resource reclamation: off, baseline, medium or aggressive (default: the master's)");
   cmd->add_option("--history-sample", o->history_sample,
                   "The master's usage sample period for the history and the UI's charts (default 60s)");
   cmd->add_flag("-d,--detach", o->detach, "Run in the background (stop with 'herd down')");

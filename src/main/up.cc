@@ -324,6 +324,10 @@ Child StartMaster(const UpOptions& o, const std::string& data, const std::string
     args.push_back("--history-sample");
     args.push_back(o.history_sample);
   }
+  if (!o.reclaim.empty()) {
+    args.push_back("--reclaim");
+    args.push_back(o.reclaim);
+  }
   return {"master", Spawn(args, (fs::path(data) / "logs" / "master.log").string())};
 }
 
@@ -542,11 +546,17 @@ std::string EtcdUrl(const std::string& host, const HaPorts& p, const std::string
 
 std::vector<std::string> ReplicaArgs(const UpOptions& o, const std::string& data, const std::string& exe,
                                      const std::string& host, const HaPorts& p, int i) {
-  return {exe, "master", "--data", (fs::path(data) / absl::StrCat("master", i)).string(), "--credentials",
-          (fs::path(data) / "master" / "credentials.pem").string(), "--listen",
-          absl::StrCat(host, ":", p.master[i]), "--store", EtcdUrl(host, p, o.cell), "--cell", o.cell,
-          "--poll-interval", o.poll_interval, "--ca", PkiDir(data), "--etcd-credentials",
-          store::etcd::MasterCredentialPath(EtcdTlsDir(data))};
+  std::vector<std::string> args = {
+      exe, "master", "--data", (fs::path(data) / absl::StrCat("master", i)).string(), "--credentials",
+      (fs::path(data) / "master" / "credentials.pem").string(), "--listen",
+      absl::StrCat(host, ":", p.master[i]), "--store", EtcdUrl(host, p, o.cell), "--cell", o.cell,
+      "--poll-interval", o.poll_interval, "--ca", PkiDir(data), "--etcd-credentials",
+      store::etcd::MasterCredentialPath(EtcdTlsDir(data))};
+  if (!o.reclaim.empty()) {
+    args.push_back("--reclaim");
+    args.push_back(o.reclaim);
+  }
+  return args;
 }
 
 // Agents first (they stop their tasks), then the masters, then etcd; each

@@ -25,6 +25,8 @@ struct UpOptions {
   std::string dns = "127.0.0.1:0";
   // The master's --history-sample ("" = its default, 60s).
   std::string history_sample;
+  // The master's --reclaim preset ("" = its default).
+  std::string reclaim;
 };
 
 std::string DefaultUpDir();

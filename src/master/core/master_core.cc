@@ -36,6 +36,7 @@ MasterCore::MasterCore(store::LogStore* reader, Clock* clock, MasterOptions opti
   api_.why = &why_;
   api_.started_ms = clock->NowMs();
   if (options_.metrics != nullptr) AddCellGauges(*options_.metrics, this);
+  reclaimer_ = std::make_unique<Reclaimer>(clock, options_.reclaim);
 }
 
 absl::StatusOr<std::unique_ptr<MasterCore>> MasterCore::CreateFollower(store::LogStore* store, Clock* clock,
@@ -81,8 +82,21 @@ absl::Status MasterCore::Promote(store::LogStore* writer, AgentLink* link) {
 void MasterCore::BuildLeaderParts(AgentLink* link) {
   rollouts_ = std::make_unique<RolloutController>(committer_.get(), clock_, options_.rollout);
   batch_ = std::make_unique<BatchController>(committer_.get(), clock_, options_.batch);
+  if (options_.reclaim.enabled) {
+    reclaim_ = std::make_unique<ReclaimController>(committer_.get(), clock_, reclaimer_.get());
+    HERD_LOG_INFO("reclamation: {}", cell::DescribeEstimator(options_.reclaim.estimator));
+  }
   if (options_.run_link) {
-    link_shard_ = std::make_unique<LinkShard>(committer_.get(), link, clock_, options_.link);
+    LinkShard::Options lo = options_.link;
+    if (options_.reclaim.enabled) {
+      // The replies' usage feeds the estimators too (beside the history).
+      lo.on_reply = [r = reclaimer_.get(), also = options_.link.on_reply](const std::string& machine,
+                                                                           const v1::PollResponse& reply) {
+        r->Observe(reply);
+        if (also) also(machine, reply);
+      };
+    }
+    link_shard_ = std::make_unique<LinkShard>(committer_.get(), link, clock_, std::move(lo));
     LinkShard* shard = link_shard_.get();
     committer_->SetEffectsListener([shard](const cell::Effects& fx) {
       for (const std::string& m : fx.machines) shard->Kick(m);
@@ -114,6 +128,7 @@ void MasterCore::Start() {
   if (sched_loop_) sched_loop_->Start();
   if (rollouts_) rollouts_->Start();
   if (batch_) batch_->Start();
+  if (reclaim_) reclaim_->Start();
 }
 
 void MasterCore::PollAllMachines() {
@@ -130,6 +145,11 @@ absl::StatusOr<int> MasterCore::StepBatch() {
   return batch_->Step();
 }
 
+absl::StatusOr<int> MasterCore::StepReclaim() {
+  if (!reclaim_) return absl::FailedPreconditionError("reclamation is off, or this master follows");
+  return reclaim_->Step();
+}
+
 absl::Status MasterCore::StepScheduler() {
   if (!sched_loop_) return absl::FailedPreconditionError("this master runs no scheduler");
   return sched_loop_->Step();
@@ -138,6 +158,7 @@ absl::Status MasterCore::StepScheduler() {
 void MasterCore::Stop() {
   if (rollouts_) rollouts_->Stop();
   if (batch_) batch_->Stop();
+  if (reclaim_) reclaim_->Stop();
   if (sched_loop_) sched_loop_->Stop();
   if (link_shard_) link_shard_->Stop();
 }

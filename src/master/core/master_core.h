@@ -30,6 +30,7 @@
 #include "master/core/committer.h"
 #include "master/core/link/agent_link.h"
 #include "master/core/link/link_shard.h"
+#include "master/core/reclaim/reclaimer.h"
 #include "master/core/options.h"
 #include "master/core/sched_adapters.h"
 #include "master/core/why_store.h"
@@ -69,6 +70,8 @@ class MasterCore {
   absl::StatusOr<int> StepRollouts();
   // One pass of the batch controller (after: and scheduled jobs), likewise.
   absl::StatusOr<int> StepBatch();
+  // One reclamation pass (tests): reservations from the samples so far.
+  absl::StatusOr<int> StepReclaim();
   void Stop();
   // Called once if the store fails; the process should exit.
   void SetFatalHandler(std::function<void(const absl::Status&)> fn);
@@ -89,6 +92,7 @@ class MasterCore {
   // The cell's user records, for Identify (capabilities, revocation).
   UserRecords Users();
   LinkShard* link() { return link_shard_.get(); }
+  Reclaimer& reclaimer() { return *reclaimer_; }
 
  private:
   MasterCore(store::LogStore* reader, Clock* clock, MasterOptions options, cell::CellState state);
@@ -113,6 +117,10 @@ class MasterCore {
   std::unique_ptr<sched::SchedulerLoop> sched_loop_;
   std::unique_ptr<RolloutController> rollouts_;
   std::unique_ptr<BatchController> batch_;
+  // Reservations (issue #16): fed by the link's replies, committed by the
+  // leader's controller.
+  std::unique_ptr<Reclaimer> reclaimer_;
+  std::unique_ptr<ReclaimController> reclaim_;
 };
 
 }  // namespace herd::master

@@ -10,6 +10,7 @@
 #include "master/core/committer.h"
 #include "master/core/link/link_shard.h"
 #include "master/core/batch/batch_controller.h"
+#include "master/core/reclaim/reclaimer.h"
 #include "master/core/rollout/rollout_controller.h"
 #include "metrics/registry.h"
 #include "pki/pki.h"
@@ -25,6 +26,8 @@ struct MasterOptions {
   LinkShard::Options link;
   RolloutController::Options rollout;
   BatchController::Options batch;
+  // Reservations (issue #16; herd master --reclaim): off unless enabled.
+  Reclaimer::Options reclaim;
   sched::Options scheduler;
   sched::LoopOptions scheduler_loop;
   // false: no in-process scheduler; an external `herd scheduler` proposes
