@@ -208,6 +208,10 @@ void AddAgent(CLI::App& app, int& rc) {
       ->capture_default_str();
   cmd->add_option("--cgroup-parent", o->cgroup_parent, "Cgroup under which this agent's tasks go")
       ->capture_default_str();
+  cmd->add_option("--cpu-pinning", o->cpu_pinning,
+                  "Give latency-sensitive tasks that ask for whole cores CPUs of their own (needs a cpuset "
+                  "controller; false for agents sharing one host)")
+      ->capture_default_str();
   auto reserve = std::make_shared<std::string>();
   cmd->add_option("--memory-reserve", *reserve,
                   "Memory kept free for the system; below it non-prod tasks are evicted (default 256Mi)");

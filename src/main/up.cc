@@ -372,7 +372,10 @@ std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, cons
                                 absl::StrCat("rack=r", i / 2),
                                 // Agents on one machine share its ports: give each its own range.
                                 "--ports", absl::StrCat(20000 + 1000 * i, "-", 20999 + 1000 * i),
-                                "--http", absl::StrCat(host, ":0"), "--stop-tasks-on-exit"},
+                                "--http", absl::StrCat(host, ":0"), "--stop-tasks-on-exit",
+                                // Agents sharing the host's CPUs would each
+                                // pin tasks to "free" cores the others use.
+                                absl::StrCat("--cpu-pinning=", o.agents == 1 ? "true" : "false")},
                                (fs::path(data) / "logs" / (name + ".log")).string())});
   }
   return out;

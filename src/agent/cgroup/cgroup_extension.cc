@@ -87,9 +87,16 @@ std::shared_ptr<CgroupExtension> CgroupExtension::Create(CgroupOptions options) 
   if (!options.machine_memory) options.machine_memory = ReadMachineMemory;
   std::shared_ptr<CgroupExtension> ext(new CgroupExtension(std::move(options), std::move(driver)));
   if (ext->driver_) {
+    if (ext->options_.cpu_pinning) {
+      CpuManager::Options c;
+      c.sys_root = ext->options_.cpu_sys_root;
+      c.min_shared_cpus = ext->options_.min_shared_cpus;
+      ext->cpu_ = CpuManager::Create(ext->driver_.get(), ext->AgentGroup() + "/ls", ext->BatchGroup(), c);
+    }
     if (absl::Status st = ext->SetUp(); !st.ok()) {
       HERD_LOG_WARN("containers off: cannot set up cgroups under {}/{}: {}", ext->options_.root, ext->AgentGroup(),
                     st.ToString());
+      ext->cpu_.reset();
       ext->driver_.reset();
     } else {
       HERD_LOG_INFO("containers: cgroup {} under {}/{}", ext->driver_->version(), ext->options_.root,
@@ -198,6 +205,8 @@ std::string CgroupExtension::AgentGroupOf(const CgroupOptions& o) {
   return o.parent.empty() ? name : absl::StrCat(o.parent, "/", name);
 }
 
+int CgroupExtension::WantedCpus(const v1::TaskRun& spec) { return CpuManager::WantedCpus(spec, IsBatch(spec)); }
+
 bool CgroupExtension::IsBatch(const v1::TaskRun& spec) {
   if (spec.appclass() == v1::APPCLASS_UNSPECIFIED) return !IsProd(spec.priority());
   return spec.appclass() == v1::BATCH;
@@ -271,6 +280,7 @@ void CgroupExtension::Recovered(const RunView& run) {
   // Adopt the group as it is: its OOM count started at 0 with the attempt
   // (Prepare creates a fresh group per attempt).
   std::string group = GroupOf(run.spec);
+  if (cpu_) cpu_->Recover(run.spec, WantedCpus(run.spec), run.dir, group);
   absl::MutexLock l(&mu_);
   runs_[run.spec.run_id()].group = std::move(group);
   if (run.spec.alloc()) allocs_[run.spec.run_id()] = EnvelopeOf(run.spec);
@@ -285,6 +295,7 @@ absl::Status CgroupExtension::Prepare(const RunView& run, AttemptSetup* setup) {
     absl::Status st = driver_->Create(envelope);
     if (st.ok()) st = driver_->SetLimits(envelope, LimitsOf(run.spec));
     if (!st.ok()) return absl::InternalError(absl::StrCat("cgroup ", envelope, ": ", st.message()));
+    if (cpu_) cpu_->SetShared(envelope);  // as the runs in it
     bool added = false;
     {
       absl::MutexLock l(&mu_);
@@ -309,6 +320,8 @@ absl::Status CgroupExtension::Prepare(const RunView& run, AttemptSetup* setup) {
   absl::Status st = driver_->Create(group);
   if (st.ok()) st = driver_->SetLimits(group, LimitsOf(run.spec));
   if (!st.ok()) return absl::InternalError(absl::StrCat("cgroup ", group, ": ", st.message()));
+  // Its CPUs before the task joins (never fails the attempt).
+  if (cpu_) (void)cpu_->Prepare(run.spec, WantedCpus(run.spec), run.dir, group);
   for (std::string& procs : driver_->ProcsFiles(group)) {
     setup->shim_args.push_back("--cgroup");
     setup->shim_args.push_back(std::move(procs));
@@ -340,6 +353,7 @@ void CgroupExtension::Updated(const RunView& run) {
   }
   HERD_LOG_INFO("run {}: limits now cpu {}m, memory {}", run.spec.run_id(), run.spec.resources().cpu_millis(),
                 Mi(run.spec.resources().memory_bytes()));
+  if (cpu_ && !run.spec.alloc()) cpu_->Update(run.spec, WantedCpus(run.spec), run.dir, group);
 }
 
 void CgroupExtension::Started(const RunView& run, bool recovered) {
@@ -406,6 +420,8 @@ void CgroupExtension::Released(const RunView& run) {
     }
     if (!st.ok()) later.push_back(group);
   }
+  // After the groups went: the pool is written to the groups that remain.
+  if (cpu_) cpu_->Release(run.spec.run_id(), run.dir);
   absl::MutexLock l(&mu_);
   runs_.erase(run.spec.run_id());
   evicting_.erase(run.spec.run_id());
@@ -414,6 +430,7 @@ void CgroupExtension::Released(const RunView& run) {
 }
 
 void CgroupExtension::Describe(const RunView& run, v1::RunStatus* status) const {
+  if (cpu_) cpu_->Describe(run.spec.run_id(), status);
   absl::MutexLock l(&mu_);
   auto it = runs_.find(run.spec.run_id());
   if (it != runs_.end() && it->second.usage.sampled_ms() > 0) *status->mutable_usage() = it->second.usage;
@@ -433,6 +450,9 @@ void CgroupExtension::Tick(const std::vector<RunView>& runs) {
     clean = !std::exchange(cleaned_, true);
   }
   if (clean && driver_) RemoveStaleGroups(runs);
+  // Cores of runs that ended go back, runs waiting for cores get them; on
+  // the first tick, the shared groups get the pool the recovered runs left.
+  if (cpu_) cpu_->Tick(runs, clean);
   absl::MutexLock l(&mu_);
   for (auto it = remove_later_.begin(); it != remove_later_.end();) {
     it = driver_ && !driver_->Remove(*it).ok() ? std::next(it) : remove_later_.erase(it);

@@ -31,6 +31,10 @@
 // pids limit CgroupOptions::pids_max. APPCLASS_UNSPECIFIED counts as LS for
 // prod priorities and batch otherwise (as the job reader defaults it).
 //
+// CPU pinning (cpu_manager.h): latency-sensitive runs asking for whole cores
+// get exclusive cpusets, everything else the CPUs left (the shared pool),
+// where the host has a cpuset controller and CgroupOptions::cpu_pinning.
+//
 // Without cgroups (root "none", or not usable: not mounted, not root) the
 // extension still reports machine usage and still evicts by the runs'
 // requested memory; it reports cgroup_version "none".
@@ -45,6 +49,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "agent/cgroup/cpu_manager.h"
 #include "agent/cgroup/driver.h"
 #include "agent/runtime/process.h"
 #include "agent/supervisor/extension.h"
@@ -86,6 +91,11 @@ struct CgroupOptions {
   // second); disk (a walk of the run directory) less often.
   int64_t usage_interval_ms = 2'000;
   int64_t disk_interval_ms = 60'000;
+  // CPU pinning (cpu_manager.h): on where a cpuset controller is mounted.
+  // Off for agents that share one host (their pools would overlap).
+  bool cpu_pinning = true;
+  std::string cpu_sys_root = "/sys/devices/system";  // topology; tests use a fake tree
+  int min_shared_cpus = 1;
   // Initial batch/ limits (0: none); SetBatchLimits changes them.
   int64_t batch_cpu_millis = 0;
   int64_t batch_memory_bytes = 0;
@@ -113,6 +123,10 @@ class CgroupExtension : public Extension {
   std::string version() const;
   // Null without cgroups.
   CgroupDriver* driver() const { return driver_.get(); }
+  // Null without CPU pinning.
+  CpuManager* cpu_manager() const { return cpu_.get(); }
+  // How many exclusive CPUs the run wants (CpuManager::WantedCpus).
+  static int WantedCpus(const v1::TaskRun& spec);
 
   // The group (relative to the root) of the agent, of batch/, of a run.
   std::string AgentGroup() const;
@@ -179,6 +193,7 @@ class CgroupExtension : public Extension {
   const CgroupOptions options_;
   const std::string agent_group_;
   std::unique_ptr<CgroupDriver> driver_;
+  std::unique_ptr<CpuManager> cpu_;  // made before the groups (so they are cpusets too)
   SupervisorControl* control_ = nullptr;
   Fd lock_fd_;  // flock on our agent directory while we live
 

@@ -17,6 +17,7 @@
 #include <thread>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -586,6 +587,102 @@ TEST_F(CgroupTest, AnAllocsEnvelopeHoldsItsTasksAndOutlivesItsPlaceholder) {
   sup_->SetDesired({});
   EXPECT_TRUE(Eventually([&] { return sup_->Observe().empty(); }, std::chrono::seconds(30)));
   EXPECT_TRUE(Eventually([&] { return !ext_->driver()->Exists(envelope); }, std::chrono::seconds(30)));
+}
+
+// The Cpus_allowed_list of a live process ("" if it is gone).
+std::string AllowedCpus(int64_t pid) {
+  std::istringstream status(Slurp(absl::StrCat("/proc/", pid, "/status")));
+  for (std::string line; std::getline(status, line);) {
+    absl::string_view rest = line;
+    if (absl::ConsumePrefix(&rest, "Cpus_allowed_list:")) return std::string(absl::StripAsciiWhitespace(rest));
+  }
+  return "";
+}
+
+// CPU pinning for real (this host's cpuset controller): an LS run asking
+// for a whole core gets it to itself, a batch run that was running is moved
+// off it and off its hyper-thread siblings, both keep that over an agent
+// restart, and the batch run gets the core back when the LS run goes.
+TEST_F(CgroupTest, AnLsRunAskingOneCoreIsPinnedAndBatchStaysOffItsCore) {
+  sup_ = Start(Options());
+  if (ext_->cpu_manager() == nullptr) GTEST_SKIP() << "no CPU pinning here (no cpuset controller, or one CPU)";
+  const CpuTopology& topo = ext_->cpu_manager()->topology();
+  const std::string all = FormatCpuList(topo.AllCpus());
+  v1::TaskRun batch = MakeRun("batch", {"sleep", "1000"});
+  batch.mutable_resources()->set_cpu_millis(500);
+  batch.set_appclass(v1::BATCH);
+  batch.set_priority(100);
+  v1::TaskRun ls = MakeRun("ls", {"sleep", "1000"});
+  ls.mutable_resources()->set_cpu_millis(1000);
+  ls.set_appclass(v1::LATENCY_SENSITIVE);
+  ls.set_priority(200);
+
+  // Batch first: alone, it may use every CPU.
+  sup_->SetDesired({batch});
+  std::optional<v1::RunStatus> b = WaitFor(*sup_, batch.run_id(), IsActive);
+  ASSERT_TRUE(b && b->pid() > 0);
+  EXPECT_EQ(AllowedCpus(b->pid()), all);
+  EXPECT_EQ(b->cpuset(), "");
+
+  sup_->SetDesired({batch, ls});
+  std::optional<v1::RunStatus> l = WaitFor(*sup_, ls.run_id(), IsActive);
+  ASSERT_TRUE(l && l->pid() > 0);
+  const std::string pinned = l->cpuset();
+  absl::StatusOr<CpuSet> mine = ParseCpuList(pinned);
+  ASSERT_TRUE(mine.ok() && mine->size() == 1) << "cpuset '" << pinned << "' " << l->message();
+  EXPECT_EQ(AllowedCpus(l->pid()), pinned);
+  // The batch run, already running, no longer runs on that core: not on
+  // the CPU, nor on any hyper-thread sibling of it.
+  CpuSet core;
+  for (int c : *mine) {
+    const CpuSet& sibs = topo.cores[topo.Find(c)->core].cpus;
+    core.insert(sibs.begin(), sibs.end());
+  }
+  std::string batch_cpus;
+  ASSERT_TRUE(Eventually([&] {
+    batch_cpus = AllowedCpus(b->pid());
+    absl::StatusOr<CpuSet> got = ParseCpuList(batch_cpus);
+    if (!got.ok() || got->empty()) return false;
+    for (int c : core) {
+      if (got->contains(c)) return false;
+    }
+    return true;
+  })) << "batch may use " << batch_cpus << "; the LS core is " << FormatCpuList(core);
+  EXPECT_EQ(batch_cpus, ext_->cpu_manager()->SharedPool());
+  HERD_LOG_INFO("pinned: LS run cpuset={} Cpus_allowed_list={} (its core {}); batch Cpus_allowed_list={}", pinned,
+                AllowedCpus(l->pid()), FormatCpuList(core), batch_cpus);
+
+  // The agent restarts: the LS run keeps its CPU, batch stays off it, and a
+  // second LS run asking for a core does not get the same one.
+  sup_.reset();
+  sup_ = Start(Options());
+  v1::TaskRun ls2 = ls;
+  ls2.set_run_id("ls2");
+  sup_->SetDesired({batch, ls, ls2});
+  std::optional<v1::RunStatus> l2 = WaitFor(*sup_, ls2.run_id(), IsActive);
+  ASSERT_TRUE(l2);
+  std::optional<v1::RunStatus> l_again = Find(*sup_, ls.run_id());
+  ASSERT_TRUE(l_again);
+  EXPECT_EQ(l_again->pid(), l->pid());
+  EXPECT_EQ(l_again->cpuset(), pinned);
+  EXPECT_NE(l2->cpuset(), pinned);
+  if (l2->cpuset().empty()) {  // no core to spare (two CPUs): shared, and it says so
+    EXPECT_TRUE(absl::StrContains(l2->message(), "cpu pinning: not enough free whole cores")) << l2->message();
+  }
+  EXPECT_EQ(AllowedCpus(l->pid()), pinned);
+  EXPECT_EQ(AllowedCpus(b->pid()), batch_cpus);
+  HERD_LOG_INFO("after a restart: LS run cpuset={} Cpus_allowed_list={}; second LS run cpuset='{}' ({}); batch "
+                "Cpus_allowed_list={}",
+                l_again->cpuset(), AllowedCpus(l->pid()), l2->cpuset(), l2->message(), AllowedCpus(b->pid()));
+
+  // The LS runs go: their cores return to the pool, batch may use them.
+  sup_->SetDesired({batch});
+  WaitFor(*sup_, ls.run_id(), IsGone);
+  WaitFor(*sup_, ls2.run_id(), IsGone);
+  ASSERT_FALSE(Find(*sup_, ls.run_id()));
+  ASSERT_FALSE(Find(*sup_, ls2.run_id()));
+  EXPECT_TRUE(Eventually([&] { return AllowedCpus(b->pid()) == all; })) << AllowedCpus(b->pid());
+  HERD_LOG_INFO("LS runs gone: batch Cpus_allowed_list={}", AllowedCpus(b->pid()));
 }
 
 }  // namespace

@@ -175,11 +175,42 @@ class V1Driver : public CgroupDriver {
   absl::string_view version() const override { return "v1"; }
 
   absl::Status Create(absl::string_view group) override {
-    for (const std::string& h : hierarchies_) HERD_RETURN_IF_ERROR(MakeDirs(Join(h, group)));
+    for (const std::string& h : hierarchies_) {
+      HERD_RETURN_IF_ERROR(h == cpuset_ ? CreateCpuset(group) : MakeDirs(Join(h, group)));
+    }
     return absl::OkStatus();
   }
 
   bool Exists(absl::string_view group) const override { return IsDir(Join(memory_, group)); }
+
+  absl::Status EnableCpuset() override {
+    if (!cpuset_.empty()) return absl::OkStatus();
+    std::string path = absl::StrCat(root_, "/cpuset");
+    if (!IsFile(path + "/cpuset.cpus")) return absl::NotFoundError(absl::StrCat("no cpuset hierarchy at ", path));
+    char* real = realpath(path.c_str(), nullptr);
+    cpuset_ = real != nullptr ? real : path;
+    free(real);
+    if (std::find(hierarchies_.begin(), hierarchies_.end(), cpuset_) == hierarchies_.end()) {
+      hierarchies_.push_back(cpuset_);
+    }
+    return absl::OkStatus();
+  }
+
+  bool cpuset_enabled() const override { return !cpuset_.empty(); }
+
+  absl::Status SetCpuset(absl::string_view group, absl::string_view cpus, absl::string_view mems) override {
+    if (cpuset_.empty()) return absl::FailedPreconditionError("cpuset not enabled");
+    const std::string dir = Join(cpuset_, group);
+    if (!mems.empty()) HERD_RETURN_IF_ERROR(WriteCgroupFile(dir + "/cpuset.mems", mems));
+    return WriteCgroupFile(dir + "/cpuset.cpus", cpus);
+  }
+
+  absl::StatusOr<std::string> Cpuset(absl::string_view group) const override {
+    if (cpuset_.empty()) return absl::FailedPreconditionError("cpuset not enabled");
+    absl::StatusOr<std::string> text = ReadSmallFile(Join(cpuset_, group) + "/cpuset.cpus");
+    if (!text.ok()) return text.status();
+    return std::string(absl::StripAsciiWhitespace(*text));
+  }
 
   absl::Status SetLimits(absl::string_view group, const CgroupLimits& l) override {
     if (l.memory_bytes) {
@@ -281,7 +312,27 @@ class V1Driver : public CgroupDriver {
   std::string Dir(absl::string_view group) const override { return Join(memory_, group); }
 
  private:
-  std::string memory_, cpu_, cpuacct_, pids_, freezer_;
+  // Each level of `group` in the cpuset hierarchy, made with its parent's
+  // CPUs and memory nodes where it has none yet (what a new v1 cpuset
+  // starts with unless cgroup.clone_children is set).
+  absl::Status CreateCpuset(absl::string_view group) {
+    std::string dir = cpuset_;
+    for (absl::string_view part : absl::StrSplit(group, '/', absl::SkipEmpty())) {
+      const std::string parent = dir;
+      dir = absl::StrCat(dir, "/", part);
+      if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoToStatus(errno, absl::StrCat("mkdir ", dir));
+      for (const char* file : {"cpuset.mems", "cpuset.cpus"}) {
+        absl::StatusOr<std::string> mine = ReadSmallFile(absl::StrCat(dir, "/", file));
+        if (mine.ok() && !absl::StripAsciiWhitespace(*mine).empty()) continue;
+        absl::StatusOr<std::string> theirs = ReadSmallFile(absl::StrCat(parent, "/", file));
+        if (!theirs.ok()) return theirs.status();
+        HERD_RETURN_IF_ERROR(WriteCgroupFile(absl::StrCat(dir, "/", file), absl::StripAsciiWhitespace(*theirs)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  std::string memory_, cpu_, cpuacct_, pids_, freezer_, cpuset_;
   std::vector<std::string> hierarchies_;  // distinct, memory first
 };
 
@@ -309,6 +360,32 @@ class V2Driver : public CgroupDriver {
   }
 
   bool Exists(absl::string_view group) const override { return IsDir(Join(root_, group)); }
+
+  absl::Status EnableCpuset() override {
+    absl::StatusOr<std::string> available = ReadSmallFile(root_ + "/cgroup.controllers");
+    if (!available.ok()) return available.status();
+    for (absl::string_view c : absl::StrSplit(*available, absl::ByAnyChar(" \n"), absl::SkipEmpty())) {
+      if (c == "cpuset") cpuset_ = true;
+    }
+    if (!cpuset_) return absl::NotFoundError(absl::StrCat("no cpuset in ", root_, "/cgroup.controllers"));
+    return absl::OkStatus();
+  }
+
+  bool cpuset_enabled() const override { return cpuset_; }
+
+  absl::Status SetCpuset(absl::string_view group, absl::string_view cpus, absl::string_view mems) override {
+    if (!cpuset_) return absl::FailedPreconditionError("cpuset not enabled");
+    const std::string dir = Join(root_, group);
+    if (!mems.empty()) HERD_RETURN_IF_ERROR(WriteCgroupFile(dir + "/cpuset.mems", mems));
+    return WriteCgroupFile(dir + "/cpuset.cpus", cpus);
+  }
+
+  absl::StatusOr<std::string> Cpuset(absl::string_view group) const override {
+    if (!cpuset_) return absl::FailedPreconditionError("cpuset not enabled");
+    absl::StatusOr<std::string> text = ReadSmallFile(Join(root_, group) + "/cpuset.cpus");
+    if (!text.ok()) return text.status();
+    return std::string(absl::StripAsciiWhitespace(*text));
+  }
 
   absl::Status SetLimits(absl::string_view group, const CgroupLimits& l) override {
     std::string dir = Join(root_, group);
@@ -405,12 +482,15 @@ class V2Driver : public CgroupDriver {
       can.insert(std::string(c));
     }
     std::string add;
-    for (const char* c : {"cpu", "memory", "pids"}) {
+    for (const char* c : {"cpu", "memory", "pids", "cpuset"}) {
+      if (c == absl::string_view("cpuset") && !cpuset_) continue;
       if (can.contains(c) && !have.contains(c)) absl::StrAppend(&add, add.empty() ? "" : " ", "+", c);
     }
     if (add.empty()) return absl::OkStatus();
     return WriteCgroupFile(dir + "/cgroup.subtree_control", add);
   }
+
+  bool cpuset_ = false;
 };
 
 }  // namespace

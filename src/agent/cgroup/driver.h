@@ -81,6 +81,22 @@ class CgroupDriver {
   // The group's directory (v1: in the memory hierarchy), e.g. to flock it.
   virtual std::string Dir(absl::string_view group) const = 0;
 
+  // CPU pinning (the cpuset controller; cpu_manager.h). Off until
+  // EnableCpuset: from then on Create makes groups cpusets can be set on --
+  // v1: in the cpuset hierarchy too, each new group given its parent's
+  // cpuset.cpus and cpuset.mems (a v1 cpuset admits no process until both
+  // are set); v2: cpuset enabled in every parent's cgroup.subtree_control.
+  // NOT_FOUND, and nothing changes, without a cpuset controller. Call it
+  // before the driver is shared between threads.
+  virtual absl::Status EnableCpuset() = 0;
+  virtual bool cpuset_enabled() const = 0;
+  // Writes the group's cpuset.mems (unless `mems` is empty) and cpuset.cpus,
+  // in the kernel's list format ("0-3,8"). v1 refuses CPUs its parent does
+  // not have, and a parent's CPUs its children still use.
+  virtual absl::Status SetCpuset(absl::string_view group, absl::string_view cpus, absl::string_view mems) = 0;
+  // The group's cpuset.cpus as written (v2: "" when it takes its parent's).
+  virtual absl::StatusOr<std::string> Cpuset(absl::string_view group) const = 0;
+
  protected:
   CgroupDriver(std::string root, Clock* clock) : root_(std::move(root)), clock_(clock) {}
   std::string root_;

@@ -41,6 +41,11 @@ struct AgentOptions {
   // no limits or usage).
   std::string cgroup_root = "/sys/fs/cgroup";
   std::string cgroup_parent = "herd";
+  // CPU pinning (agent/cgroup/cpu_manager.h): LS tasks asking for whole
+  // cores get exclusive cpusets, where a cpuset controller is mounted. Off
+  // for agents that share a host (`herd up --agents N`): each would think
+  // every CPU its own.
+  bool cpu_pinning = true;
   // Memory the agent keeps free for itself and the system: below it, it
   // evicts non-prod tasks, lowest priority first.
   int64_t memory_reserve_bytes = 256ll << 20;

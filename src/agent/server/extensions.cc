@@ -50,6 +50,7 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     c.parent = options.cgroup_parent;
     c.agent_name = options.name;
     c.owner_dir = options.root_dir;
+    c.cpu_pinning = options.cpu_pinning;
     c.memory_reserve_bytes = options.memory_reserve_bytes;
     if (options.capacity_given) c.capacity_memory_bytes = options.capacity.memory_bytes;
     c.clock = clock;
