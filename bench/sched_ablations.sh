@@ -9,7 +9,8 @@
 # normalised), every feasible machine scored, no other score, no cached score.
 #
 # Usage: bench/sched_ablations.sh [GROUP...]
-#   groups: policies sample spread priomix equiv cache shape picky combined fix
+#   groups: policies sample spread priomix equiv cache shape picky combined fix order
+#   (order: every policy with --task-order largest, hardest tasks first)
 #   (default: all but combined and fix)
 # Environment:
 #   HERD=build/bin/herd  TRACES=../shared/data/traces  SEEDS=5  PARALLEL=2
@@ -105,6 +106,12 @@ for wl in $WORKLOADS; do
     run "$wl" pack --policy pack --fullest 0
     for p in best hybrid pack; do run "$wl" "$p.fullest-48" --policy "$p" --fullest 48; done
     run "$wl" pack.fullest-48.spread-0 --policy pack --fullest 48 --spread 0
+  fi
+  # The queue's order within a user and priority: hardest first
+  # (first-fit-decreasing), for every policy and the full-scan reference.
+  if want order; then
+    run "$wl" fullscan-best.largest "${FULLSCAN[@]}" --task-order largest
+    for p in best hybrid worst k8s pack; do run "$wl" "$p.largest" --policy "$p" --task-order largest; done
   fi
   # Every factor that the single ablations showed to cost machines, off at once.
   if want combined; then

@@ -24,6 +24,7 @@ struct SchedBenchOptions {
   uint64_t seed = 1;
   std::string policy = "hybrid";
   std::string order = "round-robin";
+  std::string task_order = "fifo";
   bool equiv = true;
   bool cache = true;
   bool random = true;

@@ -62,6 +62,7 @@ absl::StatusOr<sim::SimWorkload> LoadSource(const SourceFlags& s) {
 struct ExperimentFlags {
   std::string policy = "hybrid";
   std::string order = "round-robin";
+  std::string task_order = "fifo";
   int seeds = 11;
   int parallel = 2;
   double picky = 0.002;
@@ -81,6 +82,9 @@ struct ExperimentFlags {
 void AddExperimentFlags(CLI::App* cmd, ExperimentFlags* e) {
   cmd->add_option("--policy", e->policy, "Scoring policy: worst, best, hybrid, pack or k8s")->capture_default_str();
   cmd->add_option("--order", e->order, "Queue order within a priority: round-robin or drf")->capture_default_str();
+  cmd->add_option("--task-order", e->task_order,
+                  "Order of one user's tasks within a priority: fifo (as submitted) or largest (hardest first)")
+      ->capture_default_str();
   cmd->add_option("--seeds", e->seeds, "Random removal orders tried")->capture_default_str();
   cmd->add_option("--parallel", e->parallel, "Seeds run at once (processes)")->capture_default_str();
   cmd->add_option("--picky", e->picky, "Share of tasks allowed to stay pending")->capture_default_str();
@@ -113,10 +117,13 @@ absl::StatusOr<sim::CompactionOptions> Options(const ExperimentFlags& e) {
   if (!p.ok()) return p.status();
   auto q = sched::ParseQueueOrder(e.order);
   if (!q.ok()) return q.status();
+  auto to = sched::ParseTaskOrder(e.task_order);
+  if (!to.ok()) return to.status();
   if (e.seeds < 1 || e.seeds > 1000) return absl::InvalidArgumentError("--seeds must be between 1 and 1000");
   if (e.picky < 0 || e.picky > 0.5) return absl::InvalidArgumentError("--picky must be between 0 and 0.5");
   o.scheduler.policy = *p;
   o.scheduler.order = *q;
+  o.scheduler.task_order = *to;
   o.seeds = e.seeds;
   o.parallel = std::max(1, e.parallel);
   o.picky = e.picky;

@@ -396,7 +396,7 @@ void PassRunner::Run() {
     }
   }
 
-  PendingQueue queue(ctx_.state(), opt_.order, s_.passes_);
+  PendingQueue queue(ctx_.state(), opt_.order, s_.passes_, opt_.task_order);
   while (const cell::Task* t = queue.Next()) {
     if (opt_.max_tasks_per_pass > 0 && out_.tasks_considered >= opt_.max_tasks_per_pass) break;
     ++out_.tasks_considered;

@@ -37,6 +37,17 @@ enum class QueueOrder {
 };
 absl::StatusOr<QueueOrder> ParseQueueOrder(absl::string_view name);
 
+// The order of one user's tasks within one priority.
+enum class TaskOrder {
+  kSubmission,  // as submitted (job id, then task index)
+  kLargest,     // hardest first: dominant share of a typical machine x scarcity
+                // (machines in the cell / machines its hard constraints and
+                // extended resources allow), as first-fit-decreasing packs;
+                // equal ones in submission order
+};
+absl::StatusOr<TaskOrder> ParseTaskOrder(absl::string_view name);
+absl::string_view TaskOrderName(TaskOrder o);
+
 struct Weights {
   double packing = 1.0;
   double spread = 0.5;
@@ -49,6 +60,7 @@ struct Weights {
 struct Options {
   PackingPolicy policy = PackingPolicy::kHybrid;
   QueueOrder order = QueueOrder::kRoundRobin;
+  TaskOrder task_order = TaskOrder::kSubmission;
   bool preemption = true;
   Weights weights;
   // Failure domains to spread a job across (machine attributes); the machine

@@ -38,6 +38,14 @@ absl::StatusOr<QueueOrder> ParseQueueOrder(absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown queue order '", name, "' (round-robin, drf)"));
 }
 
+absl::StatusOr<TaskOrder> ParseTaskOrder(absl::string_view name) {
+  if (name == "fifo" || name == "submission") return TaskOrder::kSubmission;
+  if (name == "largest" || name == "hardest") return TaskOrder::kLargest;
+  return absl::InvalidArgumentError(absl::StrCat("unknown task order '", name, "' (fifo, largest)"));
+}
+
+absl::string_view TaskOrderName(TaskOrder o) { return o == TaskOrder::kLargest ? "largest" : "fifo"; }
+
 absl::string_view ReasonText(ReasonCode code) {
   switch (code) {
     case ReasonCode::kOk:
