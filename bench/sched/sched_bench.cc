@@ -126,6 +126,7 @@ sched::Options SchedOptions(const SchedBenchOptions& o) {
   so.policy = *sched::ParsePackingPolicy(o.policy);
   so.order = *sched::ParseQueueOrder(o.order);
   so.task_order = *sched::ParseTaskOrder(o.task_order);
+  so.weights.reserve = o.reserve;
   so.equivalence_classes = o.equiv;
   so.score_cache = o.cache;
   so.relaxed_randomization = o.random;

@@ -75,6 +75,7 @@ struct ExperimentFlags {
   double small_change = -1;
   double spread = -1, priority_mix = -1;
   double shape = 0;
+  double reserve = -1;
   std::string only = "all";
   std::string overcommit;
 };
@@ -106,6 +107,8 @@ void AddExperimentFlags(CLI::App* cmd, ExperimentFlags* e) {
                   "(default 0.02)");
   cmd->add_option("--spread", e->spread, "Weight of the spread score (default 0.5; 0 = off)");
   cmd->add_option("--priority-mix", e->priority_mix, "Weight of the priority-mix score (default 0.2; 0 = off)");
+  cmd->add_option("--reserve", e->reserve,
+                  "Weight of the reserve score: keeps room for the scarce pending work (default 4, k8s 0; 0 = off)");
   cmd->add_option("--shape", e->shape,
                   "Hybrid's stranding term: the typical task's CPU per memory, as shares of capacity (default: the "
                   "workload's)");
@@ -138,6 +141,7 @@ absl::StatusOr<sim::CompactionOptions> Options(const ExperimentFlags& e) {
   if (e.small_change >= 0) o.scheduler.small_change = e.small_change;
   if (e.spread >= 0) o.scheduler.weights.spread = e.spread;
   if (e.priority_mix >= 0) o.scheduler.weights.priority_mix = e.priority_mix;
+  if (e.reserve >= 0) o.scheduler.weights.reserve = e.reserve;
   if (e.shape < 0) return absl::InvalidArgumentError("--shape must be positive (or 0 for the workload's)");
   o.scheduler.stranding_shape = e.shape;
   if (e.only != "all" && e.only != "prod" && e.only != "non-prod") {

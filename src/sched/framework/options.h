@@ -55,7 +55,15 @@ struct Weights {
   double locality = 0.5;
   double priority_mix = 0.2;
   double soft_constraints = 1.0;
+  // Steers tasks away from the room planned for scarce pending work
+  // (framework/reserve.h); 0 = off; < 0: the default (ReserveWeight).
+  double reserve = -1;
 };
+
+struct Options;
+// Weights::reserve as used: 4 by default, except for the k8s policy
+// (kube-scheduler's default profile has no such score).
+double ReserveWeight(const Options& o);
 
 struct Options {
   PackingPolicy policy = PackingPolicy::kHybrid;
