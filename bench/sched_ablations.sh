@@ -9,7 +9,9 @@
 # normalised), every feasible machine scored, no other score, no cached score.
 #
 # Usage: bench/sched_ablations.sh [GROUP...]
-#   groups: policies sample spread priomix equiv cache shape picky combined fix
+#   groups: policies sample spread priomix equiv cache shape picky combined fix order
+#   (order: every policy with --task-order largest, hardest tasks first;
+#    reserve: every policy with --reserve 4 and with --reserve 0)
 #   (default: all but combined and fix)
 # Environment:
 #   HERD=build/bin/herd  TRACES=../shared/data/traces  SEEDS=5  PARALLEL=2
@@ -74,7 +76,7 @@ run() {  # run WORKLOAD CONFIG FLAGS...
 }
 
 # The plain full-scan best fit every policy is measured against.
-FULLSCAN=(--policy best --sample 0 --spread 0 --priority-mix 0 --small-change 0)
+FULLSCAN=(--policy best --sample 0 --spread 0 --priority-mix 0 --small-change 0 --reserve 0)
 
 want() { [[ " $GROUPS_WANTED " == *" $1 "* ]]; }
 
@@ -105,6 +107,18 @@ for wl in $WORKLOADS; do
     run "$wl" pack --policy pack --fullest 0
     for p in best hybrid pack; do run "$wl" "$p.fullest-48" --policy "$p" --fullest 48; done
     run "$wl" pack.fullest-48.spread-0 --policy pack --fullest 48 --spread 0
+  fi
+  # The queue's order within a user and priority: hardest first
+  # (first-fit-decreasing), for every policy and the full-scan reference.
+  if want order; then
+    run "$wl" fullscan-best.largest "${FULLSCAN[@]}" --task-order largest
+    for p in best hybrid worst k8s pack; do run "$wl" "$p.largest" --policy "$p" --task-order largest; done
+  fi
+  # Slots kept for the scarce pending work (src/sched/framework/reserve.h).
+  if want reserve; then
+    for p in best hybrid worst k8s pack; do
+      for w in 0 4; do run "$wl" "$p.reserve-$w" --policy "$p" --reserve "$w"; done
+    done
   fi
   # Every factor that the single ablations showed to cost machines, off at once.
   if want combined; then

@@ -15,6 +15,9 @@ inline void AddSchedBenchFlags(CLI::App& cmd, SchedBenchOptions& o) {
   cmd.add_option("--seed", o.seed, "Seed of the cell and workload")->capture_default_str();
   cmd.add_option("--policy", o.policy, "Packing policy: worst, best or hybrid")->capture_default_str();
   cmd.add_option("--order", o.order, "Order of users within a priority: round-robin or drf")->capture_default_str();
+  cmd.add_option("--task-order", o.task_order, "Order of one user's tasks within a priority: fifo or largest")
+      ->capture_default_str();
+  cmd.add_option("--reserve", o.reserve, "Weight of the reserve score (default 4; 0 = off)");
   cmd.add_flag("!--no-equiv", o.equiv, "Switch off equivalence classes");
   cmd.add_flag("!--no-cache", o.cache, "Switch off score caching");
   cmd.add_flag("!--no-random", o.random, "Switch off relaxed randomization");

@@ -125,6 +125,8 @@ sched::Options SchedOptions(const SchedBenchOptions& o) {
   sched::Options so;
   so.policy = *sched::ParsePackingPolicy(o.policy);
   so.order = *sched::ParseQueueOrder(o.order);
+  so.task_order = *sched::ParseTaskOrder(o.task_order);
+  so.weights.reserve = o.reserve;
   so.equivalence_classes = o.equiv;
   so.score_cache = o.cache;
   so.relaxed_randomization = o.random;

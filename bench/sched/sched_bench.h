@@ -24,6 +24,8 @@ struct SchedBenchOptions {
   uint64_t seed = 1;
   std::string policy = "hybrid";
   std::string order = "round-robin";
+  std::string task_order = "fifo";
+  double reserve = -1;  // weight of the reserve score (< 0: the default)
   bool equiv = true;
   bool cache = true;
   bool random = true;

@@ -1364,6 +1364,7 @@ void CellState::ApplyMachineRegistered(const v1::Mutation& m, Effects* fx) {
   mach->state_revision_ = revision_;
   mach->state_ms_ = m.time_ms();
   freed_revision_ = revision_;
+  machines_revision_ = revision_;
   fx->machines.push_back(mach->name_);
 }
 

@@ -330,6 +330,9 @@ class CellState {
   // may preempt) a lower-priority task was placed since. Derived, not
   // persisted: after a restore both read as the snapshot's revision.
   int64_t freed_revision() const { return freed_revision_; }
+  // The last revision at which a machine was registered or re-registered
+  // (its attributes or capacity may have changed). Derived, like the above.
+  int64_t machines_revision() const { return machines_revision_; }
   int64_t placed_revision(int32_t priority) const;
 
   v1::CellSnapshot ToSnapshot() const;
@@ -457,6 +460,7 @@ class CellState {
   std::deque<std::string> request_order_;  // oldest first, bounded
   int64_t task_counts_[4] = {0, 0, 0, 0};
   int64_t freed_revision_ = 0;
+  int64_t machines_revision_ = 0;
   std::vector<int64_t> placed_revision_ = std::vector<int64_t>(kMaxPriority + 1, 0);
   int64_t machine_seq_ = 0;
   Effects* fx_ = nullptr;  // the effects of the mutation being applied

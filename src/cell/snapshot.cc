@@ -157,6 +157,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     c.RecordRequest(r.request_id(), std::vector<std::string>(r.jobs().begin(), r.jobs().end()));
   }
   c.freed_revision_ = c.revision_;
+  c.machines_revision_ = c.revision_;
   std::fill(c.placed_revision_.begin(), c.placed_revision_.end(), c.revision_);
   HERD_RETURN_IF_ERROR(c.CheckInvariants());
   return c;

@@ -15,8 +15,11 @@ void AddBench(CLI::App& app, int& rc) {
   auto o = std::make_shared<bench::SchedBenchOptions>();
   bench::AddSchedBenchFlags(*s, *o);
   s->callback([&rc, o] {
-    if (!sched::ParsePackingPolicy(o->policy).ok() || !sched::ParseQueueOrder(o->order).ok()) {
-      std::fprintf(stderr, "herd bench scheduler: --policy is worst, best or hybrid; --order round-robin or drf\n");
+    if (!sched::ParsePackingPolicy(o->policy).ok() || !sched::ParseQueueOrder(o->order).ok() ||
+        !sched::ParseTaskOrder(o->task_order).ok()) {
+      std::fprintf(stderr,
+                   "herd bench scheduler: --policy is worst, best, hybrid, pack or k8s; --order round-robin or drf; "
+                   "--task-order fifo or largest\n");
       rc = 2;
       return;
     }

@@ -14,6 +14,9 @@ void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* f) {
   cmd->add_option("--policy", f->policy, "Packing policy: worst, best, hybrid, pack or k8s")->capture_default_str();
   cmd->add_option("--order", f->order, "Order of users' tasks within a priority: round-robin or drf")
       ->capture_default_str();
+  cmd->add_option("--task-order", f->task_order,
+                  "Order of one user's tasks within a priority: fifo (as submitted) or largest (hardest first)")
+      ->capture_default_str();
   cmd->add_flag("--no-equiv", f->no_equiv, "Schedule task by task (no equivalence classes)");
   cmd->add_flag("--no-cache", f->no_cache, "Recompute every score in every pass (no score cache)");
   cmd->add_flag("--no-random", f->no_random, "Examine every machine (no relaxed randomization)");
@@ -24,7 +27,10 @@ absl::Status ApplySchedulerFlags(const SchedulerFlags& f, sched::Options* o) {
   if (!policy.ok()) return absl::InvalidArgumentError(absl::StrCat("--policy: ", policy.status().message()));
   auto order = sched::ParseQueueOrder(f.order);
   if (!order.ok()) return absl::InvalidArgumentError(absl::StrCat("--order: ", order.status().message()));
+  auto task_order = sched::ParseTaskOrder(f.task_order);
+  if (!task_order.ok()) return absl::InvalidArgumentError(absl::StrCat("--task-order: ", task_order.status().message()));
   o->policy = *policy;
+  o->task_order = *task_order;
   o->order = *order;
   o->equivalence_classes = !f.no_equiv;
   o->score_cache = !f.no_cache;

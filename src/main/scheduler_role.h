@@ -15,12 +15,13 @@ namespace herd {
 struct SchedulerFlags {
   std::string policy = "hybrid";
   std::string order = "round-robin";
+  std::string task_order = "fifo";
   bool no_equiv = false;
   bool no_cache = false;
   bool no_random = false;
 };
 
-// --policy, --order, --no-equiv, --no-cache, --no-random.
+// --policy, --order, --task-order, --no-equiv, --no-cache, --no-random.
 void AddSchedulerFlags(CLI::App* cmd, SchedulerFlags* flags);
 // INVALID_ARGUMENT naming the flag if a value is unknown.
 absl::Status ApplySchedulerFlags(const SchedulerFlags& flags, sched::Options* options);

@@ -62,6 +62,7 @@ absl::StatusOr<sim::SimWorkload> LoadSource(const SourceFlags& s) {
 struct ExperimentFlags {
   std::string policy = "hybrid";
   std::string order = "round-robin";
+  std::string task_order = "fifo";
   int seeds = 11;
   int parallel = 2;
   double picky = 0.002;
@@ -74,6 +75,7 @@ struct ExperimentFlags {
   double small_change = -1;
   double spread = -1, priority_mix = -1;
   double shape = 0;
+  double reserve = -1;
   std::string only = "all";
   std::string overcommit;
 };
@@ -81,6 +83,9 @@ struct ExperimentFlags {
 void AddExperimentFlags(CLI::App* cmd, ExperimentFlags* e) {
   cmd->add_option("--policy", e->policy, "Scoring policy: worst, best, hybrid, pack or k8s")->capture_default_str();
   cmd->add_option("--order", e->order, "Queue order within a priority: round-robin or drf")->capture_default_str();
+  cmd->add_option("--task-order", e->task_order,
+                  "Order of one user's tasks within a priority: fifo (as submitted) or largest (hardest first)")
+      ->capture_default_str();
   cmd->add_option("--seeds", e->seeds, "Random removal orders tried")->capture_default_str();
   cmd->add_option("--parallel", e->parallel, "Seeds run at once (processes)")->capture_default_str();
   cmd->add_option("--picky", e->picky, "Share of tasks allowed to stay pending")->capture_default_str();
@@ -102,6 +107,8 @@ void AddExperimentFlags(CLI::App* cmd, ExperimentFlags* e) {
                   "(default 0.02)");
   cmd->add_option("--spread", e->spread, "Weight of the spread score (default 0.5; 0 = off)");
   cmd->add_option("--priority-mix", e->priority_mix, "Weight of the priority-mix score (default 0.2; 0 = off)");
+  cmd->add_option("--reserve", e->reserve,
+                  "Weight of the reserve score: keeps room for the scarce pending work (default 4, k8s 0; 0 = off)");
   cmd->add_option("--shape", e->shape,
                   "Hybrid's stranding term: the typical task's CPU per memory, as shares of capacity (default: the "
                   "workload's)");
@@ -113,10 +120,13 @@ absl::StatusOr<sim::CompactionOptions> Options(const ExperimentFlags& e) {
   if (!p.ok()) return p.status();
   auto q = sched::ParseQueueOrder(e.order);
   if (!q.ok()) return q.status();
+  auto to = sched::ParseTaskOrder(e.task_order);
+  if (!to.ok()) return to.status();
   if (e.seeds < 1 || e.seeds > 1000) return absl::InvalidArgumentError("--seeds must be between 1 and 1000");
   if (e.picky < 0 || e.picky > 0.5) return absl::InvalidArgumentError("--picky must be between 0 and 0.5");
   o.scheduler.policy = *p;
   o.scheduler.order = *q;
+  o.scheduler.task_order = *to;
   o.seeds = e.seeds;
   o.parallel = std::max(1, e.parallel);
   o.picky = e.picky;
@@ -131,6 +141,7 @@ absl::StatusOr<sim::CompactionOptions> Options(const ExperimentFlags& e) {
   if (e.small_change >= 0) o.scheduler.small_change = e.small_change;
   if (e.spread >= 0) o.scheduler.weights.spread = e.spread;
   if (e.priority_mix >= 0) o.scheduler.weights.priority_mix = e.priority_mix;
+  if (e.reserve >= 0) o.scheduler.weights.reserve = e.reserve;
   if (e.shape < 0) return absl::InvalidArgumentError("--shape must be positive (or 0 for the workload's)");
   o.scheduler.stranding_shape = e.shape;
   if (e.only != "all" && e.only != "prod" && e.only != "non-prod") {

@@ -319,7 +319,9 @@ std::optional<int32_t> PassRunner::Pick(ClassState& cs) {
       float score = top.score;
       const ResourceVector& free = m.FreeFor(cs.cls);
       const ResourceVector& cap = m.machine->capacity();
-      bool small = opt_.score_cache && top.job_version == jv &&
+      const bool reserved =
+          m.rescore_before > 0 && (top.version == Candidate::kFromCache || top.version < m.rescore_before);
+      bool small = opt_.score_cache && top.job_version == jv && !reserved &&
                    std::abs(free.cpu_millis - top.cpu_at) <= opt_.small_change * cap.cpu_millis &&
                    std::abs(free.memory_bytes - top.mem_at) <= opt_.small_change * cap.memory_bytes;
       if (!small) score = static_cast<float>(Score(cs, m, nullptr));
@@ -402,6 +404,7 @@ void PassRunner::Commit(ClassState& cs, const cell::Task* t, int32_t machine, co
   }
   m.min_priority = std::min(m.min_priority, t->priority());
   ++m.version;
+  if (!ctx_.reservations().empty()) ctx_.reservations().Placed(t, cs.cls.prod, cs.cls.need(), m, ctx_.views());
   UpdateFullness(m);
   ctx_.Count(t->job(), m, +1);
   out_.proposals.push_back(std::move(prop));
@@ -473,7 +476,8 @@ void PassRunner::Run() {
     }
   }
 
-  PendingQueue queue(ctx_.state(), opt_.order, s_.passes_);
+  if (ReserveWeight(opt_) > 0) ctx_.reservations().Build(ctx_.state(), ctx_.views(), s_.homes_.get());
+  PendingQueue queue(ctx_.state(), opt_.order, s_.passes_, opt_.task_order);
   std::vector<const cell::Task*> in_allocs;
   while (const cell::Task* t = queue.Next()) {
     if (opt_.max_tasks_per_pass > 0 && out_.tasks_considered >= opt_.max_tasks_per_pass) break;
@@ -515,6 +519,8 @@ void PassRunner::Run() {
     if (opt_.relaxed_randomization && !cs.scan_done) Scan(cs, 1);
   }
   for (const cell::Task* t : in_allocs) PlaceInAlloc(t);  // in queue order
+  out_.reserved_shapes = static_cast<int64_t>(ctx_.reservations().shapes().size());
+  out_.replans = ctx_.reservations().replans();
   // The cache copies each failed class's diagnosis: save before the
   // diagnoses move into the result, or later passes skip the class with an
   // empty one ("0/3 machines fit", no reasons; issue #15).
@@ -527,7 +533,10 @@ void PassRunner::Run() {
 }
 
 Scheduler::Scheduler(Options options)
-    : options_(std::move(options)), profile_(DefaultProfile(options_)), cache_(std::make_unique<ScoreCache>()) {}
+    : options_(std::move(options)),
+      profile_(DefaultProfile(options_)),
+      cache_(std::make_unique<ScoreCache>()),
+      homes_(std::make_unique<HomesCache>()) {}
 Scheduler::~Scheduler() = default;
 Scheduler::Scheduler(Scheduler&&) noexcept = default;
 Scheduler& Scheduler::operator=(Scheduler&&) noexcept = default;

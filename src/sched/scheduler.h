@@ -49,10 +49,13 @@ struct PassResult {
   int64_t machines_evaluated = 0;  // (class, machine) feasibility checks
   int64_t scores_computed = 0;
   int64_t preemptions = 0;         // victims proposed
+  int64_t reserved_shapes = 0;     // scarce pending shapes planned for (framework/reserve.h)
+  int64_t replans = 0;             // times their plan was made
   bool stopped_early = false;      // max_unplaced was exceeded
 };
 
 class ScoreCache;
+struct HomesCache;
 
 class Scheduler {
  public:
@@ -78,6 +81,7 @@ class Scheduler {
   Profile profile_;
   uint64_t passes_ = 0;
   std::unique_ptr<ScoreCache> cache_;
+  std::unique_ptr<HomesCache> homes_;
 };
 
 }  // namespace herd::sched

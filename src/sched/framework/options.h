@@ -37,6 +37,17 @@ enum class QueueOrder {
 };
 absl::StatusOr<QueueOrder> ParseQueueOrder(absl::string_view name);
 
+// The order of one user's tasks within one priority.
+enum class TaskOrder {
+  kSubmission,  // as submitted (job id, then task index)
+  kLargest,     // hardest first: dominant share of a typical machine x scarcity
+                // (machines in the cell / machines its hard constraints and
+                // extended resources allow), as first-fit-decreasing packs;
+                // equal ones in submission order
+};
+absl::StatusOr<TaskOrder> ParseTaskOrder(absl::string_view name);
+absl::string_view TaskOrderName(TaskOrder o);
+
 struct Weights {
   double packing = 1.0;
   double spread = 0.5;
@@ -44,11 +55,20 @@ struct Weights {
   double locality = 0.5;
   double priority_mix = 0.2;
   double soft_constraints = 1.0;
+  // Steers tasks away from the room planned for scarce pending work
+  // (framework/reserve.h); 0 = off; < 0: the default (ReserveWeight).
+  double reserve = -1;
 };
+
+struct Options;
+// Weights::reserve as used: 4 by default, except for the k8s policy
+// (kube-scheduler's default profile has no such score).
+double ReserveWeight(const Options& o);
 
 struct Options {
   PackingPolicy policy = PackingPolicy::kHybrid;
   QueueOrder order = QueueOrder::kRoundRobin;
+  TaskOrder task_order = TaskOrder::kSubmission;
   bool preemption = true;
   Weights weights;
   // Failure domains to spread a job across (machine attributes); the machine

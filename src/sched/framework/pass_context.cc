@@ -69,6 +69,7 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
     job = t->job();
   };
   for (const cell::Task* t : state.pending()) {
+    if (t->in_alloc()) continue;  // its alloc holds its resources
     req_cpu += static_cast<double>(t->resources().cpu_millis);
     req_mem += static_cast<double>(t->resources().memory_bytes);
     count_shape(t);

@@ -15,6 +15,7 @@
 #include "cell/cell_state.h"
 #include "sched/framework/devices.h"
 #include "sched/framework/options.h"
+#include "sched/framework/reserve.h"
 
 namespace herd::sched {
 
@@ -49,6 +50,9 @@ struct MachineView {
   int64_t prod_cpu = 0, nonprod_cpu = 0;  // CPU held by prod / non-prod tasks
   int32_t min_priority = INT32_MAX;       // lowest priority running here
   uint32_t version = 0;                   // bumps whenever this pass changes it
+  // Candidates scored at an earlier version (or in an earlier pass) are
+  // rescored even if the machine changed little: a reservation changed.
+  uint32_t rescore_before = 0;
   std::vector<int32_t> domain;            // value id per PassContext domain (-1: none)
   // Per-device free capacity (GPUs...), empty on machines without devices;
   // and, there only, the tasks this pass placed here (to rebuild the devices
@@ -124,6 +128,10 @@ class PassContext {
 
   absl::flat_hash_set<const cell::Task*>& evicted() { return evicted_; }
 
+  // Slots kept for scarce pending shapes (Weights::reserve > 0; reserve.h).
+  Reservations& reservations() { return reservations_; }
+  const Reservations& reservations() const { return reservations_; }
+
  private:
   int32_t InternValue(int domain, absl::string_view value);
   void FillDomain(int domain);
@@ -137,6 +145,7 @@ class PassContext {
   std::vector<int> spread_;
   mutable absl::flat_hash_map<const cell::Job*, JobPlacements> jobs_;
   absl::flat_hash_set<const cell::Task*> evicted_;
+  Reservations reservations_;
   double shape_ = 1.0;
   std::vector<ExtendedShape> extended_shapes_;
   int64_t max_device_capacity_ = 0;

@@ -38,6 +38,19 @@ absl::StatusOr<QueueOrder> ParseQueueOrder(absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("unknown queue order '", name, "' (round-robin, drf)"));
 }
 
+double ReserveWeight(const Options& o) {
+  if (o.weights.reserve >= 0) return o.weights.reserve;
+  return o.policy == PackingPolicy::kK8s ? 0.0 : 4.0;
+}
+
+absl::StatusOr<TaskOrder> ParseTaskOrder(absl::string_view name) {
+  if (name == "fifo" || name == "submission") return TaskOrder::kSubmission;
+  if (name == "largest" || name == "hardest") return TaskOrder::kLargest;
+  return absl::InvalidArgumentError(absl::StrCat("unknown task order '", name, "' (fifo, largest)"));
+}
+
+absl::string_view TaskOrderName(TaskOrder o) { return o == TaskOrder::kLargest ? "largest" : "fifo"; }
+
 absl::string_view ReasonText(ReasonCode code) {
   switch (code) {
     case ReasonCode::kOk:
@@ -87,6 +100,7 @@ Profile DefaultProfile(const Options& o) {
   add(std::make_unique<LocalityScore>(), o.weights.locality);
   add(std::make_unique<PriorityMixScore>(), o.weights.priority_mix);
   add(std::make_unique<SoftConstraintScore>(), o.weights.soft_constraints);
+  add(std::make_unique<ReserveScore>(), ReserveWeight(o));
   return p;
 }
 

@@ -214,6 +214,12 @@ double PriorityMixScore::Score(const PassContext&, const TaskClass& cls, const M
                             0.0, 1.0);
 }
 
+double ReserveScore::Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m,
+                           const Preemption* p) const {
+  if (p != nullptr || ctx.reservations().empty()) return 100.0;
+  return ctx.reservations().Breaks(cls, m) ? 0.0 : 100.0;
+}
+
 double SoftConstraintScore::Score(const PassContext&, const TaskClass& cls, const MachineView& m,
                                   const Preemption*) const {
   if (cls.soft_weight_total <= 0) return 100.0;

@@ -88,6 +88,15 @@ class PriorityMixScore final : public ScorePlugin {
   double Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m, const Preemption* p) const override;
 };
 
+// Reservations for scarce pending work (framework/reserve.h): 0 when the
+// placement would take a slot that a tight scarce shape other than the
+// class's own still needs in this pass, else 100.
+class ReserveScore final : public ScorePlugin {
+ public:
+  absl::string_view Name() const override { return "reserve"; }
+  double Score(const PassContext& ctx, const TaskClass& cls, const MachineView& m, const Preemption* p) const override;
+};
+
 // Soft constraints with weights (Torca's Rank): the share of the weight of
 // the soft constraints the machine meets.
 class SoftConstraintScore final : public ScorePlugin {
