@@ -114,4 +114,12 @@ std::string Describe(const v1::Constraint& c) {
   }
 }
 
+std::string HardConstraintKey(const v1::JobSpec& spec) {
+  std::string key;
+  for (const v1::Constraint& c : spec.constraints()) {
+    if (!c.soft()) absl::StrAppend(&key, Describe(c), ";");
+  }
+  return key;
+}
+
 }  // namespace herd::cell

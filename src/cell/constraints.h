@@ -24,5 +24,8 @@ bool Matches(const v1::Constraint& c, const Attributes& attrs);
 
 // "arch == amd64", "zone in [a, b]", "ssd exists" -- for messages.
 std::string Describe(const v1::Constraint& c);
+// The job's hard constraints as one key ("a == b;c in [d];"), "" if it has
+// none: jobs with equal keys may run on the same machines.
+std::string HardConstraintKey(const v1::JobSpec& spec);
 
 }  // namespace herd::cell

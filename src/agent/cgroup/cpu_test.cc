@@ -19,32 +19,15 @@
 #include "agent/cgroup/cpu_manager.h"
 #include "agent/cgroup/cpu_topology.h"
 #include "agent/cgroup/driver.h"
+#include "agent/cgroup/fake_files.h"
 
 namespace herd::agent {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir : public ::testing::Test {
+class TempDir : public testing::FakeFiles {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/herd-cpu-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  void Put(const std::string& rel, const std::string& content) {
-    fs::create_directories(fs::path(root_ + "/" + rel).parent_path());
-    std::ofstream(root_ + "/" + rel) << content;
-  }
-  std::string Get(const std::string& rel) {
-    std::ifstream in(root_ + "/" + rel);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-
   // A fake /sys/devices/system under `rel`: `cores` lists each physical
   // core's CPUs, `node_of_core` its NUMA node (none: no node directory).
   std::string FakeSys(const std::string& rel, const std::vector<CpuSet>& cores, std::vector<int> node_of_core = {}) {
@@ -75,8 +58,6 @@ class TempDir : public ::testing::Test {
     EXPECT_TRUE(t.ok()) << t.status();
     return t.ok() ? *t : CpuTopology{};
   }
-
-  std::string root_;
 };
 
 // ---- lists and topology ------------------------------------------------

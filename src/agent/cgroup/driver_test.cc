@@ -15,31 +15,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "agent/cgroup/driver.h"
+#include "agent/cgroup/fake_files.h"
 
 namespace herd::agent {
 namespace {
 
 namespace fs = std::filesystem;
 
-class FakeTree : public ::testing::Test {
+class FakeTree : public testing::FakeFiles {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/herd-fake-cgroup-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
-  void Put(const std::string& rel, const std::string& content) {
-    fs::create_directories(fs::path(root_ + "/" + rel).parent_path());
-    std::ofstream(root_ + "/" + rel) << content;
-  }
-  std::string Get(const std::string& rel) {
-    std::ifstream in(root_ + "/" + rel);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
   // The files the kernel creates in a new v2 group.
   void PopulateV2(const std::string& group, bool with_kill) {
     Put(group + "/cgroup.controllers", "cpu memory pids\n");
@@ -50,7 +34,6 @@ class FakeTree : public ::testing::Test {
     if (with_kill) Put(group + "/cgroup.kill", "");
   }
 
-  std::string root_;
 };
 
 TEST_F(FakeTree, DetectsNothingV1OrV2) {

@@ -86,13 +86,8 @@ void Reservations::Build(const cell::CellState& state, std::vector<MachineView>&
     last_job = t->job();
     last_res = t->resources();
     last = -1;
-    std::string key;
-    bool hard = false;
-    for (const v1::Constraint& c : t->job()->spec.constraints()) {
-      if (c.soft()) continue;
-      hard = true;
-      absl::StrAppend(&key, cell::Describe(c), ";");
-    }
+    std::string key = cell::HardConstraintKey(t->job()->spec);
+    const bool hard = !key.empty();
     if (!hard && t->resources().extended.empty()) continue;
     for (const auto& [name, v] : t->resources().extended) absl::StrAppend(&key, "|", name, "=", v);
     auto [g, added] = group_of.try_emplace(key, -1);

@@ -68,14 +68,8 @@ double PendingQueue::Difficulty(const cell::Task* t) {
   // Scarcity: machines in the cell / machines that could ever hold the task
   // (hard constraints, and capacity for each extended resource), counted
   // once per such set in this pass.
-  std::string key;
-  bool hard = false;
-  for (const v1::Constraint& c : t->job()->spec.constraints()) {
-    if (c.soft()) continue;
-    hard = true;
-    absl::StrAppend(&key, cell::Describe(c), ";");
-  }
-  if (!hard && r.extended.empty()) return d;
+  std::string key = cell::HardConstraintKey(t->job()->spec);
+  if (key.empty() && r.extended.empty()) return d;
   for (const auto& [k, v] : r.extended) absl::StrAppend(&key, "|", k, "=", v);
   auto [it, added] = homes_.try_emplace(key, 0);
   if (added) {
