@@ -208,6 +208,10 @@ void AddAgent(CLI::App& app, int& rc) {
       ->capture_default_str();
   cmd->add_option("--cgroup-parent", o->cgroup_parent, "Cgroup under which this agent's tasks go")
       ->capture_default_str();
+  cmd->add_option("--batch-box", o->batch_box,
+                  "Size the batch tasks' parent cgroup continuously to this machine's capacity minus what its "
+                  "latency-sensitive tasks are predicted to use, minus 10% (docs/agent.md, \"The batch box\")")
+      ->capture_default_str();
   cmd->add_option("--cpu-pinning", o->cpu_pinning,
                   "Give latency-sensitive tasks that ask for whole cores CPUs of their own (needs a cpuset "
                   "controller; false for agents sharing one host)")

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -461,6 +462,7 @@ void CgroupExtension::Tick(const std::vector<RunView>& runs) {
   next_sample_mono_ms_ = now + std::max<int64_t>(1, options_.usage_interval_ms);
   SampleRunsLocked(runs, now);
   SampleMachineLocked(now);
+  ResizeBatchBoxLocked(runs, now);
   EvictLocked(runs, now);
 }
 
@@ -516,6 +518,55 @@ void CgroupExtension::SampleRunsLocked(const std::vector<RunView>& runs, int64_t
     info.last_mono_ms = now;
     info.have_sample = true;
   }
+}
+
+void CgroupExtension::ResizeBatchBoxLocked(const std::vector<RunView>& runs, int64_t now) {
+  const int64_t cap_cpu = options_.batch_box_cpu_millis;
+  if (!driver_ || cap_cpu <= 0) return;
+  double cpu = 0, memory = 0;
+  for (const RunView& r : runs) {
+    if (IsBatch(r.spec)) continue;
+    auto it = runs_.find(r.spec.run_id());
+    if (it == runs_.end() || !it->second.have_sample) continue;
+    cpu += static_cast<double>(it->second.usage.cpu_millis());
+    memory += static_cast<double>(it->second.usage.memory_working_set_bytes());
+  }
+  // Up at once, down by half-lives.
+  const double keep = box_mono_ms_ == 0 || options_.batch_box_half_life_ms <= 0
+                          ? 0.0
+                          : std::exp2(-static_cast<double>(now - box_mono_ms_) / options_.batch_box_half_life_ms);
+  auto follow = [keep](double& predicted, double used) {
+    predicted = used >= predicted ? used : used + (predicted - used) * keep;
+  };
+  follow(ls_cpu_, cpu);
+  follow(ls_memory_, memory);
+  box_mono_ms_ = now;
+  const double margin = std::clamp(options_.batch_box_margin, 0.0, 0.9);
+  const int64_t want_cpu = std::max<int64_t>(
+      cap_cpu / 20, cap_cpu - std::llround(ls_cpu_) - std::llround(margin * static_cast<double>(cap_cpu)));
+  const int64_t cap_mem = options_.batch_box_memory_bytes;
+  const int64_t want_mem =
+      cap_mem <= 0 ? 0
+                   : std::max<int64_t>(64ll << 20, cap_mem - std::llround(ls_memory_) -
+                                                       std::llround(margin * static_cast<double>(cap_mem)));
+  // Smaller at once; larger once it moved by 2% of the capacity.
+  auto changed = [](int64_t was, int64_t now_v, int64_t cap) {
+    return was < 0 || now_v < was || now_v - was >= cap / 50;
+  };
+  if (!changed(box_cpu_, want_cpu, cap_cpu) && !(cap_mem > 0 && changed(box_memory_, want_mem, cap_mem))) return;
+  CgroupLimits l;
+  l.cpu_quota_millis = want_cpu;
+  if (cap_mem > 0) l.memory_bytes = want_mem;
+  if (absl::Status st = driver_->SetLimits(BatchGroup(), l); !st.ok()) {
+    HERD_LOG_WARN("batch box: {}", st.ToString());
+    return;
+  }
+  if (box_cpu_ < 0 || std::abs(want_cpu - box_cpu_) >= cap_cpu / 10) {
+    HERD_LOG_INFO("batch box: cpu {}m (latency-sensitive use {}m predicted){}", want_cpu, std::llround(ls_cpu_),
+                  cap_mem > 0 ? absl::StrCat(", memory ", Mi(want_mem)) : "");
+  }
+  box_cpu_ = want_cpu;
+  box_memory_ = want_mem;
 }
 
 void CgroupExtension::SampleMachineLocked(int64_t now) {

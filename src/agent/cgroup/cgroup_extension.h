@@ -99,6 +99,17 @@ struct CgroupOptions {
   // Initial batch/ limits (0: none); SetBatchLimits changes them.
   int64_t batch_cpu_millis = 0;
   int64_t batch_memory_bytes = 0;
+  // The batch big box (issue #16; seed 004): when batch_box_cpu_millis > 0,
+  // at every usage sample batch/ is limited to this capacity minus the
+  // predicted usage of the latency-sensitive runs minus batch_box_margin
+  // of the capacity (CPU quota; memory too when batch_box_memory_bytes >
+  // 0). The prediction is a decaying peak of their summed usage: up at
+  // once, down with batch_box_half_life_ms. Batch keeps at least 5% of the
+  // CPU and 64 MiB.
+  int64_t batch_box_cpu_millis = 0;
+  int64_t batch_box_memory_bytes = 0;
+  double batch_box_margin = 0.1;
+  int64_t batch_box_half_life_ms = 30'000;
   // The machine's memory; default ReadMachineMemory. Tests inject shortage.
   std::function<MachineMemory()> machine_memory;
   // Times usage samples, eviction holds and the driver's waits; tests use a
@@ -180,6 +191,7 @@ class CgroupExtension : public Extension {
   void SampleRunsLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SampleMachineLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ResizeBatchBoxLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveStaleGroups(const std::vector<RunView>& runs);
   // Removes the directories of other agents under <parent> that no live
   // agent holds (flock) and that hold no process: left by agents that were
@@ -209,6 +221,20 @@ class CgroupExtension : public Extension {
   int64_t cpu_busy_ticks_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t cpu_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
   v1::Usage machine_ ABSL_GUARDED_BY(mu_);
+  // The batch box: the latency-sensitive runs' predicted usage, when it was
+  // last updated, and the limits last set.
+  double ls_cpu_ ABSL_GUARDED_BY(mu_) = 0;
+  double ls_memory_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t box_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t box_cpu_ ABSL_GUARDED_BY(mu_) = -1;
+  int64_t box_memory_ ABSL_GUARDED_BY(mu_) = -1;
+
+ public:
+  // The batch box's current limits (-1: not set yet), for tests.
+  std::pair<int64_t, int64_t> BatchBox() const {
+    absl::MutexLock l(&mu_);
+    return {box_cpu_, box_memory_};
+  }
 };
 
 }  // namespace herd::agent

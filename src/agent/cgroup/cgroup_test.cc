@@ -687,3 +687,41 @@ TEST_F(CgroupTest, AnLsRunAskingOneCoreIsPinnedAndBatchStaysOffItsCore) {
 
 }  // namespace
 }  // namespace herd::agent
+
+namespace herd::agent {
+namespace {
+
+// The batch big box (issue #16): with an LS run spinning one core of a
+// 2-core capacity, batch/'s CPU quota comes down to what is left minus the
+// margin; with the LS run gone it goes back up (slowly: down-only half-life).
+TEST_F(CgroupTest, TheBatchBoxShrinksAsLatencySensitiveUseRises) {
+  CgroupOptions o = Options();
+  o.batch_box_cpu_millis = 2000;
+  o.batch_box_half_life_ms = 1000;
+  sup_ = Start(o);
+  // Nothing latency-sensitive runs: batch may use all but the margin.
+  ASSERT_TRUE(Eventually([&] { return ext_->BatchBox().first == 1800; }, std::chrono::seconds(30)))
+      << ext_->BatchBox().first;
+  v1::TaskRun ls = Hog("ls", {"--cpu"});
+  sup_->SetDesired({ls});
+  ASSERT_TRUE(WaitFor(*sup_, ls.run_id(), IsActive));
+  // One core spun by LS: batch gets at most 2000 - ~1000 - 200.
+  ASSERT_TRUE(Eventually([&] { return ext_->BatchBox().first <= 1000; }, std::chrono::seconds(60)))
+      << ext_->BatchBox().first;
+  // The quota is the one the kernel enforces on batch/.
+  std::string quota;
+  for (const std::string& procs : ext_->driver()->ProcsFiles(ext_->BatchGroup())) {
+    std::string dir = procs.substr(0, procs.rfind('/'));
+    std::ifstream in(dir + "/cpu.cfs_quota_us");
+    if (in) in >> quota;
+    std::ifstream in2(dir + "/cpu.max");
+    if (in2 && quota.empty()) in2 >> quota;
+  }
+  EXPECT_EQ(quota, absl::StrCat(ext_->BatchBox().first * kCfsPeriodUs / 1000));
+  sup_->SetDesired({});
+  ASSERT_TRUE(Eventually([&] { return ext_->BatchBox().first >= 1700; }, std::chrono::seconds(60)))
+      << ext_->BatchBox().first;
+}
+
+}  // namespace
+}  // namespace herd::agent

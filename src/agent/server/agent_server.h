@@ -46,6 +46,10 @@ struct AgentOptions {
   // for agents that share a host (`herd up --agents N`): each would think
   // every CPU its own.
   bool cpu_pinning = true;
+  // The batch big box (issue #16): batch/'s CPU quota and memory limit
+  // follow the capacity minus what latency-sensitive tasks are predicted
+  // to use (CgroupOptions::batch_box_*). Off: its limits stay as set.
+  bool batch_box = false;
   // Memory the agent keeps free for itself and the system: below it, it
   // evicts non-prod tasks, lowest priority first.
   int64_t memory_reserve_bytes = 256ll << 20;

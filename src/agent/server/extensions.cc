@@ -51,6 +51,10 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     c.agent_name = options.name;
     c.owner_dir = options.root_dir;
     c.cpu_pinning = options.cpu_pinning;
+    if (options.batch_box) {
+      c.batch_box_cpu_millis = options.capacity.cpu_millis;
+      c.batch_box_memory_bytes = options.capacity.memory_bytes;
+    }
     c.memory_reserve_bytes = options.memory_reserve_bytes;
     if (options.capacity_given) c.capacity_memory_bytes = options.capacity.memory_bytes;
     c.clock = clock;
