@@ -64,6 +64,10 @@ TEST(ReclaimTest, IdleProductionCpuIsReclaimedForBatchOnly) {
       },
       60s))
       << cell.Herd({"status", "idle", "--json"}).out;
+  // herd status shows it beside the task.
+  RunResult status = cell.Herd({"status", "idle"});
+  EXPECT_TRUE(absl::StrContains(status.out, "RESERVED")) << status.Describe();
+  EXPECT_TRUE(absl::StrContains(status.out, " cpu, ")) << status.Describe();
   // Production is placed against limits: api (1 core) still waits.
   absl::StatusOr<v1::GetJobResponse> api = cell.HerdJson<v1::GetJobResponse>({"status", "api"});
   ASSERT_TRUE(api.ok()) << api.status();

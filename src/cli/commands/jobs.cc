@@ -15,7 +15,12 @@ std::string TaskTable(const google::protobuf::RepeatedPtrField<v1::Task>& tasks,
   // Health and ports only when some task has them, so plain jobs stay narrow.
   bool extra = false;
   for (const auto& task : tasks) extra = extra || !task.health().empty() || !task.ports().empty();
+  // The master's reservation (docs/reclamation.md), where it differs from
+  // the limit for some running task.
+  bool reserved = false;
+  for (const auto& task : tasks) reserved = reserved || (task.state() == v1::Task::RUNNING && task.has_reservation());
   std::vector<std::string> head = {"TASK", "STATE", "PHASE", "MACHINE", "RESTARTS", "AGE"};
+  if (reserved) head.push_back("RESERVED");
   if (extra) head.insert(head.end(), {"HEALTH", "PORTS"});
   head.push_back("LAST EVENT");
   Table t(head);
@@ -26,6 +31,13 @@ std::string TaskTable(const google::protobuf::RepeatedPtrField<v1::Task>& tasks,
                                     PhaseName(task.phase()),
                                     task.state() == v1::Task::RUNNING ? task.machine() : "-",
                                     absl::StrCat(task.restarts()), Age(task.last_event().time_ms(), now)};
+    if (reserved) {
+      row.push_back(task.state() != v1::Task::RUNNING ? "-"
+                    : task.has_reservation()
+                        ? absl::StrCat(FormatCpu(task.reservation().cpu_millis()), " cpu, ",
+                                       FormatBytes(task.reservation().memory_bytes()))
+                        : "limit");
+    }
     if (extra) {
       std::map<std::string, int32_t> ports(task.ports().begin(), task.ports().end());  // sorted
       std::vector<std::string> p;
