@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "bench/cell/cell_bench.h"
+#include "bench/colocation/colocation_bench.h"
 #include "bench/sched/flags.h"
 
 namespace herd {
@@ -77,6 +78,51 @@ void AddBench(CLI::App& app, int& rc) {
       return;
     }
     rc = bench::RunCellBench(*co);
+  });
+
+  auto* col = bench->add_subcommand(
+      "colocation", "A latency-sensitive HTTP server alone, beside batch hogs without colocation control, and with "
+                    "it, on a real local cell: its p99 latency and the CPU batch got (needs wrk and stress-ng)");
+  auto coo = std::make_shared<bench::ColocationBenchOptions>();
+  col->add_option("--duration", coo->duration_s, "Seconds of each measured run")->capture_default_str();
+  col->add_option("--warmup", coo->warmup_s, "Seconds of load before each measured run")->capture_default_str();
+  col->add_option("--rate", coo->rate, "Requests a second to the server")->capture_default_str();
+  col->add_option("--connections", coo->connections, "wrk connections")->capture_default_str();
+  col->add_option("--work-us", coo->work_us, "CPU microseconds each request costs the server")->capture_default_str();
+  col->add_option("--ls-cpu", coo->ls_cpu, "The server's CPU request")->capture_default_str();
+  col->add_option("--batch-tasks", coo->batch_tasks, "Batch tasks")->capture_default_str();
+  col->add_option("--batch-cpu", coo->batch_cpu, "Each batch task's CPU request")->capture_default_str();
+  col->add_option("--batch-workers", coo->batch_workers, "stress-ng --cpu workers per batch task")
+      ->capture_default_str();
+  col->add_option("--herd", coo->herd, "The herd binary for the cells (default: this one)");
+  col->add_option("--wrk", coo->wrk, "wrk")->capture_default_str();
+  col->add_option("--stress-ng", coo->stress, "stress-ng")->capture_default_str();
+  col->add_option("--data", coo->data_dir, "Where the cells live (default: a directory under /tmp, removed after)");
+  col->add_flag("--keep", coo->keep, "Keep the cells' directory (logs)");
+  col->callback([&rc, coo] {
+    if (coo->duration_s < 1 || coo->warmup_s < 0 || coo->rate <= 0 || coo->connections < 1 || coo->work_us < 0 ||
+        coo->batch_tasks < 1 || coo->batch_workers < 1 || coo->duration_s > 3600) {
+      std::fprintf(stderr, "herd bench colocation: --duration 1..3600, --rate, --connections, --batch-tasks and "
+                           "--batch-workers positive, --warmup and --work-us not negative\n");
+      rc = 2;
+      return;
+    }
+    rc = bench::RunColocationBench(*coo);
+  });
+  auto* ls = bench->add_subcommand("ls-server", "The latency-sensitive HTTP server of 'herd bench colocation'");
+  auto port = std::make_shared<int>(0);
+  auto work = std::make_shared<int64_t>(500);
+  auto threads = std::make_shared<int>(4);
+  ls->add_option("--port", *port, "Port on 127.0.0.1")->required();
+  ls->add_option("--work-us", *work, "CPU microseconds each request costs")->capture_default_str();
+  ls->add_option("--threads", *threads, "Worker threads")->capture_default_str();
+  ls->callback([&rc, port, work, threads] {
+    if (*port < 1 || *port > 65535 || *work < 0 || *work > 10'000'000 || *threads < 1 || *threads > 256) {
+      std::fprintf(stderr, "herd bench ls-server: --port 1..65535, --work-us 0..10000000, --threads 1..256\n");
+      rc = 2;
+      return;
+    }
+    rc = bench::RunLsServer(*port, *work, *threads);
   });
 
   // The hollow agents' processes of `herd bench cell`.

@@ -212,6 +212,10 @@ void AddAgent(CLI::App& app, int& rc) {
                   "Size the batch tasks' parent cgroup continuously to this machine's capacity minus what its "
                   "latency-sensitive tasks are predicted to use, minus 10% (docs/agent.md, \"The batch box\")")
       ->capture_default_str();
+  cmd->add_option("--colocation", o->colocation,
+                  "Colocation control: latency-sensitive tasks outweigh batch for CPU, the batch box, interference "
+                  "control (throttle, evict batch). false: none of them and no CPU pinning (docs/agent.md)")
+      ->capture_default_str();
   cmd->add_option("--cpu-pinning", o->cpu_pinning,
                   "Give latency-sensitive tasks that ask for whole cores CPUs of their own (needs a cpuset "
                   "controller; false for agents sharing one host)")
@@ -334,6 +338,8 @@ void AddUp(CLI::App& app, int& rc) {
                   "The master's resource reclamation: off, baseline, medium or aggressive (default: the master's)");
   cmd->add_option("--history-sample", o->history_sample,
                   "The master's usage sample period for the history and the UI's charts (default 60s)");
+  cmd->add_option("--agent-arg", o->agent_args,
+                  "A flag for every agent, e.g. --agent-arg=--colocation=false (repeatable; 'herd agent --help')");
   cmd->add_flag("-d,--detach", o->detach, "Run in the background (stop with 'herd down')");
   cmd->add_flag("--ha", o->ha,
                 "Replicated control plane: a 3-member etcd cluster and 3 masters on it (ports picked, printed; a "

@@ -367,16 +367,17 @@ std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, cons
     const std::string name = absl::StrCat("m", i);
     const std::string capacity =
         absl::StrCat("cpu=", slice.cpu_millis, "m,memory=", slice.memory_bytes, ",disk=", slice.disk_bytes);
-    out.push_back({name, Spawn({exe, "agent", "--master", master, "--listen", absl::StrCat(host, ":0"), "--name",
-                                name, "--root", AgentRoot(data, name), "--capacity", capacity, "--attr",
-                                absl::StrCat("rack=r", i / 2),
-                                // Agents on one machine share its ports: give each its own range.
-                                "--ports", absl::StrCat(20000 + 1000 * i, "-", 20999 + 1000 * i),
-                                "--http", absl::StrCat(host, ":0"), "--stop-tasks-on-exit",
-                                // Agents sharing the host's CPUs would each
-                                // pin tasks to "free" cores the others use.
-                                absl::StrCat("--cpu-pinning=", o.agents == 1 ? "true" : "false")},
-                               (fs::path(data) / "logs" / (name + ".log")).string())});
+    std::vector<std::string> args = {exe, "agent", "--master", master, "--listen", absl::StrCat(host, ":0"), "--name",
+                                     name, "--root", AgentRoot(data, name), "--capacity", capacity, "--attr",
+                                     absl::StrCat("rack=r", i / 2),
+                                     // Agents on one machine share its ports: give each its own range.
+                                     "--ports", absl::StrCat(20000 + 1000 * i, "-", 20999 + 1000 * i),
+                                     "--http", absl::StrCat(host, ":0"), "--stop-tasks-on-exit",
+                                     // Agents sharing the host's CPUs would each
+                                     // pin tasks to "free" cores the others use.
+                                     absl::StrCat("--cpu-pinning=", o.agents == 1 ? "true" : "false")};
+    args.insert(args.end(), o.agent_args.begin(), o.agent_args.end());
+    out.push_back({name, Spawn(args, (fs::path(data) / "logs" / (name + ".log")).string())});
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace herd {
 
@@ -27,6 +28,8 @@ struct UpOptions {
   std::string history_sample;
   // The master's --reclaim preset ("" = its default).
   std::string reclaim;
+  // More flags for every agent (e.g. "--colocation=false"), after Herd's own.
+  std::vector<std::string> agent_args;
 };
 
 std::string DefaultUpDir();

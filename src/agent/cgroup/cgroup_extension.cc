@@ -29,6 +29,10 @@ namespace fs = std::filesystem;
 constexpr int64_t kLsParentShares = 65'536;
 constexpr int64_t kBatchParentShares = 2;
 
+// An LS run throttled in more than this share of its CFS periods: its
+// run-queue delay is its quota's doing, not a sign of interference.
+constexpr double kThrottledIgnoresDelay = 0.05;
+
 // Bytes allocated to everything under `dir` (du: blocks, not sizes, not
 // following symlinks).
 int64_t DirBytes(const std::string& dir) {
@@ -108,7 +112,11 @@ std::shared_ptr<CgroupExtension> CgroupExtension::Create(CgroupOptions options) 
 }
 
 CgroupExtension::CgroupExtension(CgroupOptions options, std::unique_ptr<CgroupDriver> driver)
-    : options_(std::move(options)), agent_group_(AgentGroupOf(options_)), driver_(std::move(driver)) {}
+    : options_(std::move(options)), agent_group_(AgentGroupOf(options_)), driver_(std::move(driver)) {
+  InterferenceOptions i = options_.interference;
+  i.enabled = i.enabled && options_.colocation;
+  interference_ = InterferenceController(i);
+}
 
 absl::Status CgroupExtension::SetUp() {
   HERD_RETURN_IF_ERROR(LockAgentGroup());
@@ -116,9 +124,10 @@ absl::Status CgroupExtension::SetUp() {
   HERD_RETURN_IF_ERROR(driver_->Create(ls));
   HERD_RETURN_IF_ERROR(driver_->Create(BatchGroup()));
   CgroupLimits l;
-  l.cpu_shares = kLsParentShares;
+  // Without colocation control the two weigh the same (v1's default).
+  l.cpu_shares = options_.colocation ? kLsParentShares : 1024;
   HERD_RETURN_IF_ERROR(driver_->SetLimits(ls, l));
-  l.cpu_shares = kBatchParentShares;
+  l.cpu_shares = options_.colocation ? kBatchParentShares : 1024;
   l.cpu_quota_millis = options_.batch_cpu_millis;
   l.memory_bytes = options_.batch_memory_bytes;
   HERD_RETURN_IF_ERROR(driver_->SetLimits(BatchGroup(), l));
@@ -332,6 +341,7 @@ absl::Status CgroupExtension::Prepare(const RunView& run, AttemptSetup* setup) {
   info.group = group;
   info.oom_base = oom_base;
   info.have_sample = false;
+  info.quota_millis = -1;  // as LimitsOf set it: the next resize of the box looks again
   return absl::OkStatus();
 }
 
@@ -341,7 +351,46 @@ CgroupLimits CgroupExtension::LimitsOf(const v1::TaskRun& spec) const {
   l.cpu_quota_millis = spec.resources().cpu_millis();
   l.cpu_shares = CpuShares(spec);
   l.pids_max = options_.pids_max;
+  if (BoxedOnV1(spec)) {
+    // v1 refuses a child's CPU quota above its parent's: at most the box
+    // (FitBatchChildrenLocked lifts it back as the box grows).
+    absl::MutexLock lock(&mu_);
+    if (box_cpu_ > 0 && (*l.cpu_quota_millis <= 0 || *l.cpu_quota_millis > box_cpu_)) l.cpu_quota_millis = box_cpu_;
+  }
   return l;
+}
+
+bool CgroupExtension::BoxedOnV1(const v1::TaskRun& spec) const {
+  return driver_ && driver_->version() == "v1" && options_.batch_box_cpu_millis > 0 && IsBatch(spec) &&
+         !spec.alloc() && spec.alloc_run_id().empty();
+}
+
+int64_t CgroupExtension::FitBatchChildrenLocked(const std::vector<RunView>& runs, int64_t box, bool before) {
+  int64_t floor = 0;
+  if (!driver_ || driver_->version() != "v1") return floor;
+  for (const RunView& r : runs) {
+    if (!IsBatch(r.spec)) continue;
+    const int64_t own = r.spec.resources().cpu_millis();
+    if (r.spec.alloc()) {
+      // An alloc's envelope keeps its quota (its tasks' quotas are under
+      // it): the box stays at least as large.
+      if (own > 0) floor = std::max(floor, own);
+      continue;
+    }
+    if (!BoxedOnV1(r.spec)) continue;
+    auto it = runs_.find(r.spec.run_id());
+    if (it == runs_.end() || it->second.group.empty()) continue;
+    const int64_t want = own > 0 && own <= box ? own : box;
+    const int64_t have = it->second.quota_millis;  // -1: as Prepare set it, maybe above `want`
+    if (have == want) continue;
+    // Shrinking: children before the parent; growing: after it.
+    const bool shrink = have < 0 || want < have;
+    if (before != shrink) continue;
+    CgroupLimits l;
+    l.cpu_quota_millis = want;
+    if (driver_->SetLimits(it->second.group, l).ok()) it->second.quota_millis = want;
+  }
+  return floor;
 }
 
 void CgroupExtension::Updated(const RunView& run) {
@@ -458,11 +507,14 @@ void CgroupExtension::Tick(const std::vector<RunView>& runs) {
   for (auto it = remove_later_.begin(); it != remove_later_.end();) {
     it = driver_ && !driver_->Remove(*it).ok() ? std::next(it) : remove_later_.erase(it);
   }
+  if (now >= next_control_mono_ms_) {
+    next_control_mono_ms_ = now + std::max<int64_t>(1, options_.control_interval_ms);
+    ControlLocked(runs, now);
+  }
   if (now < next_sample_mono_ms_) return;
   next_sample_mono_ms_ = now + std::max<int64_t>(1, options_.usage_interval_ms);
   SampleRunsLocked(runs, now);
   SampleMachineLocked(now);
-  ResizeBatchBoxLocked(runs, now);
   EvictLocked(runs, now);
 }
 
@@ -520,17 +572,102 @@ void CgroupExtension::SampleRunsLocked(const std::vector<RunView>& runs, int64_t
   }
 }
 
-void CgroupExtension::ResizeBatchBoxLocked(const std::vector<RunView>& runs, int64_t now) {
-  const int64_t cap_cpu = options_.batch_box_cpu_millis;
-  if (!driver_ || cap_cpu <= 0) return;
-  double cpu = 0, memory = 0;
-  for (const RunView& r : runs) {
-    if (IsBatch(r.spec)) continue;
-    auto it = runs_.find(r.spec.run_id());
-    if (it == runs_.end() || !it->second.have_sample) continue;
-    cpu += static_cast<double>(it->second.usage.cpu_millis());
-    memory += static_cast<double>(it->second.usage.memory_working_set_bytes());
+void CgroupExtension::ControlLocked(const std::vector<RunView>& runs, int64_t now) {
+  if (!driver_ || !options_.colocation) return;
+  // ls/ as a whole: its CPU and memory for the box, its pressure (v2) for
+  // interference.
+  absl::StatusOr<CgroupSample> ls = driver_->Sample(AgentGroup() + "/ls");
+  if (!ls.ok()) return;
+  InterferenceSample signals = InterferenceSignalsLocked(runs, *ls, now);
+  // Batch busy enough to be the cause (InterferenceOptions::batch_busy_share).
+  if (absl::StatusOr<CgroupSample> b = driver_->Sample(BatchGroup()); b.ok()) {
+    if (batch_mono_ms_ > 0 && now > batch_mono_ms_ && options_.batch_box_cpu_millis > 0) {
+      const double millis = static_cast<double>(std::max<int64_t>(0, b->cpu_usage_ns - batch_cpu_ns_)) /
+                            static_cast<double>(now - batch_mono_ms_) / 1000;
+      signals.batch_busy =
+          millis >= options_.interference.batch_busy_share * static_cast<double>(options_.batch_box_cpu_millis);
+    } else {
+      signals.batch_busy = true;  // unknown: assume it may be
+    }
+    batch_cpu_ns_ = b->cpu_usage_ns;
+    batch_mono_ms_ = now;
   }
+  const InterferenceController::Level was = interference_.level();
+  InterferenceController::Decision d = interference_.Observe(signals);
+  if (d.changed) {
+    if (d.level > was) {
+      HERD_LOG_WARN("interference: {} -> {}: {} (batch box x{:.3f})", InterferenceController::LevelName(was),
+                    InterferenceController::LevelName(d.level), d.reason, d.box_factor);
+    } else {
+      HERD_LOG_INFO("interference: {} -> {} (calm)", InterferenceController::LevelName(was),
+                    InterferenceController::LevelName(d.level));
+    }
+  }
+  ResizeBatchBoxLocked(runs, *ls, now, d.box_factor);
+  ls_last_ = *ls;
+  ls_mono_ms_ = now;
+  ++control_steps_;
+  if (d.evict_one) EvictForInterferenceLocked(runs, d.reason);
+}
+
+InterferenceSample CgroupExtension::InterferenceSignalsLocked(const std::vector<RunView>& runs,
+                                                              const CgroupSample& ls, int64_t now) {
+  InterferenceSample out;
+  out.now_ms = now;
+  if (ls_mono_ms_ > 0 && now > ls_mono_ms_ && ls.cpu_pressure_some_us >= 0 && ls_last_.cpu_pressure_some_us >= 0) {
+    out.pressure_share =
+        static_cast<double>(std::max<int64_t>(0, ls.cpu_pressure_some_us - ls_last_.cpu_pressure_some_us)) /
+        (static_cast<double>(now - ls_mono_ms_) * 1000);
+  }
+  if (!options_.interference.enabled) return out;
+  for (const RunView& r : runs) {
+    if (IsBatch(r.spec) || r.phase != v1::Task::ACTIVE) continue;
+    auto it = runs_.find(r.spec.run_id());
+    if (it == runs_.end() || it->second.group.empty()) continue;
+    RunInfo& info = it->second;
+    absl::StatusOr<CgroupSample> s = driver_->Sample(info.group);
+    if (!s.ok()) continue;
+    const int64_t delay = RunQueueDelayNs(driver_->Pids(info.group));
+    if (info.ctl_mono_ms > 0 && now > info.ctl_mono_ms) {
+      const double wall_ns = static_cast<double>(now - info.ctl_mono_ms) * 1e6;
+      double throttled = 0;
+      if (const int64_t periods = s->cpu_periods - info.ctl_periods; periods > 0) {
+        throttled = static_cast<double>(std::max<int64_t>(0, s->cpu_throttled_periods - info.ctl_throttled)) /
+                    static_cast<double>(periods);
+      }
+      if (throttled > out.throttled_share) {
+        out.throttled_share = throttled;
+        out.throttled_run = r.spec.run_id();
+      }
+      // Throttled by its own quota, its threads count as waiting (and wait
+      // more after each throttle): its delay says nothing about batch.
+      if (throttled <= kThrottledIgnoresDelay) {
+        const int64_t waited = delay - info.ctl_delay_ns - (s->cpu_throttled_ns - info.ctl_throttled_ns);
+        const double delay_share = static_cast<double>(std::max<int64_t>(0, waited)) / wall_ns;
+        if (delay_share > out.runq_delay_share) {
+          out.runq_delay_share = delay_share;
+          out.delay_run = r.spec.run_id();
+        }
+      }
+    }
+    info.ctl_mono_ms = now;
+    info.ctl_periods = s->cpu_periods;
+    info.ctl_throttled = s->cpu_throttled_periods;
+    info.ctl_delay_ns = delay;
+    info.ctl_throttled_ns = s->cpu_throttled_ns;
+  }
+  return out;
+}
+
+void CgroupExtension::ResizeBatchBoxLocked(const std::vector<RunView>& runs, const CgroupSample& ls, int64_t now,
+                                           double factor) {
+  const int64_t cap_cpu = options_.batch_box_cpu_millis;
+  if (cap_cpu <= 0 || ls_mono_ms_ == 0 || now <= ls_mono_ms_) return;  // a rate needs two readings
+  // ns of CPU per ms of wall time / 1000 = millicores.
+  const double cpu =
+      static_cast<double>(std::max<int64_t>(0, ls.cpu_usage_ns - ls_last_.cpu_usage_ns)) /
+      static_cast<double>(now - ls_mono_ms_) / 1000;
+  const double memory = static_cast<double>(ls.memory_working_set_bytes);
   // Up at once, down by half-lives.
   const double keep = box_mono_ms_ == 0 || options_.batch_box_half_life_ms <= 0
                           ? 0.0
@@ -542,8 +679,11 @@ void CgroupExtension::ResizeBatchBoxLocked(const std::vector<RunView>& runs, int
   follow(ls_memory_, memory);
   box_mono_ms_ = now;
   const double margin = std::clamp(options_.batch_box_margin, 0.0, 0.9);
-  const int64_t want_cpu = std::max<int64_t>(
-      cap_cpu / 20, cap_cpu - std::llround(ls_cpu_) - std::llround(margin * static_cast<double>(cap_cpu)));
+  const int64_t floor_cpu = cap_cpu / 20;
+  int64_t want_cpu = std::max<int64_t>(
+      floor_cpu,
+      std::llround(factor * static_cast<double>(cap_cpu - std::llround(ls_cpu_) -
+                                                std::llround(margin * static_cast<double>(cap_cpu)))));
   const int64_t cap_mem = options_.batch_box_memory_bytes;
   const int64_t want_mem =
       cap_mem <= 0 ? 0
@@ -554,6 +694,7 @@ void CgroupExtension::ResizeBatchBoxLocked(const std::vector<RunView>& runs, int
     return was < 0 || now_v < was || now_v - was >= cap / 50;
   };
   if (!changed(box_cpu_, want_cpu, cap_cpu) && !(cap_mem > 0 && changed(box_memory_, want_mem, cap_mem))) return;
+  want_cpu = std::max(want_cpu, FitBatchChildrenLocked(runs, want_cpu, /*before=*/true));
   CgroupLimits l;
   l.cpu_quota_millis = want_cpu;
   if (cap_mem > 0) l.memory_bytes = want_mem;
@@ -561,12 +702,42 @@ void CgroupExtension::ResizeBatchBoxLocked(const std::vector<RunView>& runs, int
     HERD_LOG_WARN("batch box: {}", st.ToString());
     return;
   }
+  FitBatchChildrenLocked(runs, want_cpu, /*before=*/false);
   if (box_cpu_ < 0 || std::abs(want_cpu - box_cpu_) >= cap_cpu / 10) {
-    HERD_LOG_INFO("batch box: cpu {}m (latency-sensitive use {}m predicted){}", want_cpu, std::llround(ls_cpu_),
+    HERD_LOG_INFO("batch box: cpu {}m (latency-sensitive use {}m predicted{}){}", want_cpu, std::llround(ls_cpu_),
+                  factor < 1 ? absl::StrCat(", interference x", factor) : "",
                   cap_mem > 0 ? absl::StrCat(", memory ", Mi(want_mem)) : "");
   }
   box_cpu_ = want_cpu;
   box_memory_ = want_mem;
+}
+
+void CgroupExtension::EvictForInterferenceLocked(const std::vector<RunView>& runs, const std::string& reason) {
+  if (!control_) return;
+  // The lowest-priority batch run; among equals the one that uses the most CPU.
+  const RunView* victim = nullptr;
+  int64_t victim_cpu = -1;
+  for (const RunView& r : runs) {
+    if (!IsBatch(r.spec) || IsProd(r.spec.priority()) || r.phase != v1::Task::ACTIVE || !r.desired ||
+        evicting_.contains(r.spec.run_id())) {
+      continue;
+    }
+    auto it = runs_.find(r.spec.run_id());
+    const int64_t cpu = it == runs_.end() ? 0 : it->second.usage.cpu_millis();
+    if (victim == nullptr || r.spec.priority() < victim->spec.priority() ||
+        (r.spec.priority() == victim->spec.priority() && cpu > victim_cpu)) {
+      victim = &r;
+      victim_cpu = cpu;
+    }
+  }
+  if (victim == nullptr) {
+    HERD_LOG_WARN("interference ({}) and no batch run left to evict", reason);
+    return;
+  }
+  const std::string id = victim->spec.run_id();
+  evicting_.insert(id);
+  control_->KillAttempt(id, absl::StrCat("evicted: interference with latency-sensitive work (", reason, ")"),
+                        /*evict=*/true);
 }
 
 void CgroupExtension::SampleMachineLocked(int64_t now) {

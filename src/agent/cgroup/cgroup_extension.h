@@ -51,6 +51,7 @@
 #include "absl/synchronization/mutex.h"
 #include "agent/cgroup/cpu_manager.h"
 #include "agent/cgroup/driver.h"
+#include "agent/cgroup/interference.h"
 #include "agent/runtime/process.h"
 #include "agent/supervisor/extension.h"
 #include "base/clock.h"
@@ -99,17 +100,25 @@ struct CgroupOptions {
   // Initial batch/ limits (0: none); SetBatchLimits changes them.
   int64_t batch_cpu_millis = 0;
   int64_t batch_memory_bytes = 0;
-  // The batch big box (issue #16; seed 004): when batch_box_cpu_millis > 0,
-  // at every usage sample batch/ is limited to this capacity minus the
-  // predicted usage of the latency-sensitive runs minus batch_box_margin
-  // of the capacity (CPU quota; memory too when batch_box_memory_bytes >
-  // 0). The prediction is a decaying peak of their summed usage: up at
-  // once, down with batch_box_half_life_ms. Batch keeps at least 5% of the
-  // CPU and 64 MiB.
+  // Colocation control (issue #16; seed 004). Off: ls/ and batch/ weigh
+  // the same, no batch box, no interference control -- a cell without
+  // colocation control, the baseline `herd bench colocation` measures.
+  bool colocation = true;
+  // The batch big box: when batch_box_cpu_millis > 0, every
+  // control_interval_ms batch/ is limited to this capacity minus the
+  // predicted usage of ls/ (all latency-sensitive runs, read from the
+  // group) minus batch_box_margin of the capacity (CPU quota; memory too
+  // when batch_box_memory_bytes > 0), times the interference controller's
+  // factor. The prediction is a decaying peak: up at once, down with
+  // batch_box_half_life_ms. Batch keeps at least 5% of the CPU and 64 MiB.
   int64_t batch_box_cpu_millis = 0;
   int64_t batch_box_memory_bytes = 0;
   double batch_box_margin = 0.1;
   int64_t batch_box_half_life_ms = 30'000;
+  // How often the box and the interference signals are read (within the
+  // supervisor's tick: the agent ticks at this interval).
+  int64_t control_interval_ms = 250;
+  InterferenceOptions interference;
   // The machine's memory; default ReadMachineMemory. Tests inject shortage.
   std::function<MachineMemory()> machine_memory;
   // Times usage samples, eviction holds and the driver's waits; tests use a
@@ -181,6 +190,13 @@ class CgroupExtension : public Extension {
     int64_t last_mono_ms = 0;
     v1::Usage usage;
     int64_t disk_mono_ms = 0;
+    // Interference signals at the last control step (latency-sensitive runs).
+    int64_t ctl_mono_ms = 0;
+    int64_t ctl_periods = 0;
+    int64_t ctl_throttled = 0;
+    int64_t ctl_delay_ns = 0;
+    int64_t ctl_throttled_ns = 0;
+    int64_t quota_millis = -1;  // v1, boxed batch runs: the CPU quota last set to follow the box
   };
 
   CgroupExtension(CgroupOptions options, std::unique_ptr<CgroupDriver> driver);
@@ -191,7 +207,22 @@ class CgroupExtension : public Extension {
   void SampleRunsLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SampleMachineLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ResizeBatchBoxLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every control_interval_ms: interference signals, the batch box, and
+  // evictions the interference controller asks for.
+  void ControlLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  InterferenceSample InterferenceSignalsLocked(const std::vector<RunView>& runs, const CgroupSample& ls,
+                                               int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ResizeBatchBoxLocked(const std::vector<RunView>& runs, const CgroupSample& ls, int64_t now, double factor)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // cgroup v1 refuses a parent CPU quota below a child's: the batch runs'
+  // quotas follow the box (at most it), set before the parent's when it
+  // shrinks and after when it grows. Returns the largest quota that cannot
+  // follow (an alloc's envelope): the box stays at least that.
+  int64_t FitBatchChildrenLocked(const std::vector<RunView>& runs, int64_t box, bool before)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool BoxedOnV1(const v1::TaskRun& spec) const;
+  void EvictForInterferenceLocked(const std::vector<RunView>& runs, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveStaleGroups(const std::vector<RunView>& runs);
   // Removes the directories of other agents under <parent> that no live
   // agent holds (flock) and that hold no process: left by agents that were
@@ -221,6 +252,14 @@ class CgroupExtension : public Extension {
   int64_t cpu_busy_ticks_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t cpu_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
   v1::Usage machine_ ABSL_GUARDED_BY(mu_);
+  int64_t next_control_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t control_steps_ ABSL_GUARDED_BY(mu_) = 0;
+  // ls/ as a whole at the last control step.
+  CgroupSample ls_last_ ABSL_GUARDED_BY(mu_);
+  int64_t batch_cpu_ns_ ABSL_GUARDED_BY(mu_) = 0;  // batch/'s CPU at the last control step
+  int64_t batch_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t ls_mono_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  InterferenceController interference_ ABSL_GUARDED_BY(mu_);
   // The batch box: the latency-sensitive runs' predicted usage, when it was
   // last updated, and the limits last set.
   double ls_cpu_ ABSL_GUARDED_BY(mu_) = 0;
@@ -234,6 +273,16 @@ class CgroupExtension : public Extension {
   std::pair<int64_t, int64_t> BatchBox() const {
     absl::MutexLock l(&mu_);
     return {box_cpu_, box_memory_};
+  }
+  // Control steps taken so far (tests wait for steps, not for time).
+  int64_t ControlSteps() const {
+    absl::MutexLock l(&mu_);
+    return control_steps_;
+  }
+  // The interference controller's level and why (for tests and logs).
+  std::pair<InterferenceController::Level, std::string> Interference() const {
+    absl::MutexLock l(&mu_);
+    return {interference_.level(), interference_.reason()};
   }
 };
 

@@ -723,5 +723,66 @@ TEST_F(CgroupTest, TheBatchBoxShrinksAsLatencySensitiveUseRises) {
       << ext_->BatchBox().first;
 }
 
+TEST_F(CgroupTest, InterferenceWithLsRunsSqueezesBatchThenEvictsIt) {
+  // Real signals, short windows: an LS run spinning under a 100m quota is
+  // throttled in nearly every CFS period (its own quota: batch is squeezed,
+  // never evicted for it); two LS runs spinning on one CPU wait for it half
+  // the time (run-queue delay: batch is squeezed, then evicted).
+  CgroupOptions o = Options();
+  o.batch_box_cpu_millis = 2000;
+  o.control_interval_ms = 100;
+  o.interference.detect_ms = 300;
+  o.interference.escalate_ms = 600;
+  o.interference.max_evictions = 1;
+  // Batch counts as a possible cause however little CPU it gets (on a busy
+  // test machine, its 2 shares may get it next to nothing).
+  o.interference.batch_busy_share = 0;
+  sup_ = Start(o);
+  v1::TaskRun batch = Hog("batch", {"--cpu"}, 500);
+  batch.set_priority(100);
+  batch.set_appclass(v1::BATCH);
+  v1::TaskRun prod_batch = Hog("prod-batch", {"--cpu"}, 200);  // prod: never evicted
+  prod_batch.set_appclass(v1::BATCH);
+  sup_->SetDesired({batch, prod_batch});
+  ASSERT_TRUE(WaitFor(*sup_, batch.run_id(), IsActive));
+  ASSERT_TRUE(WaitFor(*sup_, prod_batch.run_id(), IsActive));
+  ASSERT_TRUE(Eventually([&] { return ext_->BatchBox().first == 1800; }, std::chrono::seconds(30)))
+      << ext_->BatchBox().first;
+  EXPECT_EQ(ext_->Interference().first, InterferenceController::Level::kNone);
+
+  v1::TaskRun throttled = Hog("throttled", {"--cpu"}, 100);
+  sup_->SetDesired({batch, prod_batch, throttled});
+  ASSERT_TRUE(WaitFor(*sup_, throttled.run_id(), IsActive));
+  ASSERT_TRUE(Eventually([&] { return ext_->Interference().first == InterferenceController::Level::kThrottle; },
+                         std::chrono::seconds(60)));
+  EXPECT_TRUE(absl::StrContains(ext_->Interference().second, "run throttled throttled in"))
+      << ext_->Interference().second;
+  // Squeezed to half of what it was.
+  ASSERT_TRUE(Eventually([&] { return ext_->BatchBox().first <= 900; }, std::chrono::seconds(30)))
+      << ext_->BatchBox().first;
+  // Two more escalation windows of control steps: still no eviction.
+  const int64_t steps = ext_->ControlSteps();
+  ASSERT_TRUE(Eventually([&] { return ext_->ControlSteps() >= steps + 2 * 600 / 100 + 1; },
+                         std::chrono::seconds(60)));
+  EXPECT_EQ(ext_->Interference().first, InterferenceController::Level::kThrottle);
+  EXPECT_TRUE(IsActive(Find(*sup_, batch.run_id())));
+
+  // Real contention: two LS runs spinning on CPU 0.
+  v1::TaskRun spin1 = Hog("spin1", {"--cpu", "--pin", "0"});
+  v1::TaskRun spin2 = Hog("spin2", {"--cpu", "--pin", "0"});
+  sup_->SetDesired({batch, prod_batch, throttled, spin1, spin2});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, batch.run_id(), IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->evicted());
+  EXPECT_TRUE(absl::StartsWith(s->message(), "evicted: interference with latency-sensitive work (run spin"))
+      << s->message();
+  EXPECT_TRUE(absl::StrContains(s->message(), "waited for a CPU")) << s->message();
+  ASSERT_TRUE(Eventually([&] { return ext_->Interference().first == InterferenceController::Level::kMark; },
+                         std::chrono::seconds(30)));
+  std::optional<v1::RunStatus> p = Find(*sup_, prod_batch.run_id());
+  EXPECT_TRUE(IsActive(p));
+  EXPECT_FALSE(p->evicted());
+}
+
 }  // namespace
 }  // namespace herd::agent

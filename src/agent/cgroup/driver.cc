@@ -254,6 +254,11 @@ class V1Driver : public CgroupDriver {
     if (!IsDir(mem)) return absl::NotFoundError(absl::StrCat("no cgroup ", mem));
     CgroupSample s;
     s.cpu_usage_ns = std::max<int64_t>(0, ReadInt(Join(cpuacct_, group) + "/cpuacct.usage", 0));
+    if (absl::StatusOr<std::string> cpu = ReadSmallFile(Join(cpu_, group) + "/cpu.stat"); cpu.ok()) {
+      s.cpu_periods = std::max<int64_t>(0, StatValue(*cpu, "nr_periods"));
+      s.cpu_throttled_periods = std::max<int64_t>(0, StatValue(*cpu, "nr_throttled"));
+      s.cpu_throttled_ns = std::max<int64_t>(0, StatValue(*cpu, "throttled_time"));
+    }
     s.memory_usage_bytes = std::max<int64_t>(0, ReadInt(mem + "/memory.usage_in_bytes", 0));
     absl::StatusOr<std::string> stat = ReadSmallFile(mem + "/memory.stat");
     if (stat.ok()) {
@@ -420,6 +425,12 @@ class V2Driver : public CgroupDriver {
     CgroupSample s;
     if (absl::StatusOr<std::string> cpu = ReadSmallFile(dir + "/cpu.stat"); cpu.ok()) {
       s.cpu_usage_ns = std::max<int64_t>(0, StatValue(*cpu, "usage_usec")) * 1000;
+      s.cpu_periods = std::max<int64_t>(0, StatValue(*cpu, "nr_periods"));
+      s.cpu_throttled_periods = std::max<int64_t>(0, StatValue(*cpu, "nr_throttled"));
+      s.cpu_throttled_ns = std::max<int64_t>(0, StatValue(*cpu, "throttled_usec")) * 1000;
+    }
+    if (absl::StatusOr<std::string> p = ReadSmallFile(dir + "/cpu.pressure"); p.ok()) {
+      s.cpu_pressure_some_us = PressureSomeTotalUs(*p);
     }
     s.memory_usage_bytes = std::max<int64_t>(0, ReadInt(dir + "/memory.current", 0));
     if (absl::StatusOr<std::string> stat = ReadSmallFile(dir + "/memory.stat"); stat.ok()) {
@@ -542,6 +553,17 @@ int64_t StatValue(absl::string_view text, absl::string_view key) {
     if (absl::ConsumeSuffix(&rest, " kB")) scale = 1024;
     int64_t v;
     if (absl::SimpleAtoi(rest, &v)) return v * scale;
+  }
+  return -1;
+}
+
+int64_t PressureSomeTotalUs(absl::string_view text) {
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (!absl::ConsumePrefix(&line, "some ")) continue;
+    for (absl::string_view field : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+      int64_t v;
+      if (absl::ConsumePrefix(&field, "total=") && absl::SimpleAtoi(field, &v)) return v;
+    }
   }
   return -1;
 }

@@ -39,6 +39,14 @@ struct CgroupSample {
   int64_t memory_rss_bytes = 0;       // anonymous memory (v1 total_rss, v2 anon)
   int64_t memory_working_set_bytes = 0;  // usage - inactive file pages
   int64_t oom_kills = 0;              // processes killed by the OOM killer in it (cumulative)
+  // CFS bandwidth (cpu.stat): periods with runnable tasks, and those in
+  // which the group ran out of quota (cumulative; 0 without a quota).
+  int64_t cpu_periods = 0;
+  int64_t cpu_throttled_periods = 0;
+  int64_t cpu_throttled_ns = 0;  // time throttled (summed over CPUs)
+  // v2 cpu.pressure "some" total: microseconds in which some task of the
+  // group waited for a CPU (cumulative); -1 where unknown (v1).
+  int64_t cpu_pressure_some_us = -1;
 };
 
 // The CFS period every quota is expressed in.
@@ -121,5 +129,8 @@ absl::Status WriteCgroupFile(const std::string& path, absl::string_view value);
 // "key value" lines (memory.stat, cpu.stat, memory.events, /proc/meminfo's
 // "Key:   123 kB" with the colon and unit stripped): value of `key` or -1.
 int64_t StatValue(absl::string_view text, absl::string_view key);
+// The "total=" of the "some" line of a pressure file (PSI: /proc/pressure/cpu,
+// v2 cpu.pressure), in microseconds; -1 if there is none.
+int64_t PressureSomeTotalUs(absl::string_view text);
 
 }  // namespace herd::agent

@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "agent/cgroup/cgroup_extension.h"
 #include "agent/server/agent_protocol.h"
 #include "agent/server/exec.h"
 #include "agent/server/agent_metrics.h"
@@ -181,6 +182,8 @@ absl::StatusOr<std::unique_ptr<Supervisor>> StartSupervisor(const AgentOptions& 
   so.log_keep = o.log_keep;
   so.log_retention_ms = o.log_retention_ms;
   so.crash_loop_failures = o.crash_loop_failures;
+  // The colocation control reacts within a second (CgroupOptions::control_interval_ms).
+  so.tick_ms = CgroupOptions().control_interval_ms;
   so.extensions = std::move(extensions);
   absl::StatusOr<std::unique_ptr<Supervisor>> sup = Supervisor::Create(so);
   if (!sup.ok()) {

@@ -49,7 +49,11 @@ struct AgentOptions {
   // The batch big box (issue #16): batch/'s CPU quota and memory limit
   // follow the capacity minus what latency-sensitive tasks are predicted
   // to use (CgroupOptions::batch_box_*). Off: its limits stay as set.
-  bool batch_box = false;
+  bool batch_box = true;
+  // Colocation control (CgroupOptions::colocation): LS over batch in CPU
+  // weight, the batch box, interference control. Off: none of them, and no
+  // CPU pinning (the uncontrolled baseline of `herd bench colocation`).
+  bool colocation = true;
   // Memory the agent keeps free for itself and the system: below it, it
   // evicts non-prod tasks, lowest priority first.
   int64_t memory_reserve_bytes = 256ll << 20;

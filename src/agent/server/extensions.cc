@@ -50,8 +50,9 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     c.parent = options.cgroup_parent;
     c.agent_name = options.name;
     c.owner_dir = options.root_dir;
-    c.cpu_pinning = options.cpu_pinning;
-    if (options.batch_box) {
+    c.colocation = options.colocation;
+    c.cpu_pinning = options.cpu_pinning && options.colocation;
+    if (options.batch_box && options.colocation) {
       c.batch_box_cpu_millis = options.capacity.cpu_millis;
       c.batch_box_memory_bytes = options.capacity.memory_bytes;
     }
