@@ -24,6 +24,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   bind9-dnsutils
+  wrk stress-ng jq   # herd bench colocation, bench/reservation_trace.sh
 )
 if [ $tests -eq 1 ]; then
   PACKAGES+=(chromium)

@@ -134,6 +134,8 @@ v1::Machine Machine::ToProto() const {
   m.set_state_ms(state_ms_);
   m.set_registered_ms(registered_ms_);
   for (const auto& p : packages_) m.add_packages(p);
+  m.set_interference(interference_);
+  m.set_interference_reason(interference_reason_);
   return m;
 }
 
@@ -639,6 +641,17 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
         return absl::NotFoundError(absl::StrCat("no machine ", m.machine_drained().name()));
       }
       return absl::OkStatus();
+    case v1::Mutation::kMachineInterference: {
+      const v1::MachineInterference& mi = m.machine_interference();
+      if (FindMachine(mi.name()) == nullptr) return absl::NotFoundError(absl::StrCat("no machine ", mi.name()));
+      const std::string& l = mi.level();
+      if (!l.empty() && l != "throttle" && l != "evict" && l != "mark") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("interference level '", l, "' is none of \"\", throttle, evict, mark"));
+      }
+      if (mi.reason().size() > 1024) return absl::InvalidArgumentError("interference reason over 1 KiB");
+      return absl::OkStatus();
+    }
     case v1::Mutation::kMachinePackages:
       if (FindMachine(m.machine_packages().name()) == nullptr) {
         return absl::NotFoundError(absl::StrCat("no machine ", m.machine_packages().name()));
@@ -716,6 +729,9 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
       break;
     case v1::Mutation::kMachinePackages:
       ApplyMachinePackages(m);
+      break;
+    case v1::Mutation::kMachineInterference:
+      ApplyMachineInterference(m);
       break;
     case v1::Mutation::kQuotaSet:
       ApplyQuota(m);
@@ -1405,6 +1421,17 @@ void CellState::ApplyMachineDrained(const v1::Mutation& m, Effects* fx) {
   // Undrained: room to place into again.
   if (!mach->drained_) freed_revision_ = revision_;
   fx->machines.push_back(mach->name_);
+}
+
+void CellState::ApplyMachineInterference(const v1::Mutation& m) {
+  const v1::MachineInterference& mi = m.machine_interference();
+  Machine* mach = MutableMachine(mi.name());
+  // Placement on it may change (non-production work avoids a marked machine).
+  const bool marked = mi.level() == "mark";
+  if (mach->interference_marked() != marked) machines_revision_ = revision_;
+  if (mach->interference_marked() && !marked) freed_revision_ = revision_;  // room for non-production work again
+  mach->interference_ = mi.level();
+  mach->interference_reason_ = mi.level().empty() ? "" : mi.reason();
 }
 
 void CellState::ApplyMachinePackages(const v1::Mutation& m) {

@@ -210,6 +210,12 @@ class Machine {
   const ResourceVector& allocated() const { return allocated_; }  // sum of the limits of tasks placed here
   const ResourceVector& reserved() const { return reserved_; }    // sum of their reservations
   const std::vector<std::string>& packages() const { return packages_; }  // sha256 of cached packages, sorted
+  // Interference with its latency-sensitive tasks, as its agent reported
+  // (MachineInterference): "", "throttle", "evict" or "mark"; and why.
+  const std::string& interference() const { return interference_; }
+  const std::string& interference_reason() const { return interference_reason_; }
+  // "mark": no new non-production work here until it falls.
+  bool interference_marked() const { return interference_ == "mark"; }
   // Kept in step with tasks() so the scheduler need not walk them: CPU held
   // by production and non-production tasks, and how many tasks of each
   // priority run here (its first key is the lowest priority present).
@@ -246,6 +252,8 @@ class Machine {
   ResourceVector allocated_;
   ResourceVector reserved_;
   std::vector<std::string> packages_;
+  std::string interference_;
+  std::string interference_reason_;
   int64_t prod_cpu_ = 0;
   int64_t nonprod_cpu_ = 0;
   std::map<int32_t, int32_t> priorities_;
@@ -425,6 +433,7 @@ class CellState {
   void ApplyMachineDrained(const v1::Mutation& m, Effects* fx);
   void ApplyQuota(const v1::Mutation& m);
   void ApplyMachinePackages(const v1::Mutation& m);
+  void ApplyMachineInterference(const v1::Mutation& m);
 
   // State transitions of one task (keep counts, sets and sums in step).
   void Transition(Task* t, v1::Task::State to, v1::Event::Transition why, absl::string_view reason,

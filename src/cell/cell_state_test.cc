@@ -166,6 +166,30 @@ TEST_F(CellStateTest, MachineDownLosesTasksAndUpRestoresMachine) {
   EXPECT_EQ(T("alice/job", 2).state(), v1::Task::PENDING);
 }
 
+TEST_F(CellStateTest, InterferenceMarksAMachineAndSurvivesASnapshot) {
+  const int64_t machines = state_.machines_revision();
+  Apply(Interference("m1", "throttle"));
+  EXPECT_EQ(state_.FindMachine("m1")->interference(), "throttle");
+  EXPECT_FALSE(state_.FindMachine("m1")->interference_marked());
+  EXPECT_EQ(state_.machines_revision(), machines);  // placement unchanged
+  Apply(Interference("m1", "mark", "run web.0 waited for a CPU 31% of the time"));
+  EXPECT_TRUE(state_.FindMachine("m1")->interference_marked());
+  EXPECT_EQ(state_.machines_revision(), state_.revision());
+  EXPECT_EQ(state_.FindMachine("m1")->ToProto().interference_reason(), "run web.0 waited for a CPU 31% of the time");
+  auto restored = CellState::FromSnapshot(state_.ToSnapshot());
+  ASSERT_TRUE(restored.ok());
+  EXPECT_TRUE(restored->FindMachine("m1")->interference_marked());
+  EXPECT_EQ(restored->FindMachine("m1")->interference_reason(), "run web.0 waited for a CPU 31% of the time");
+  Reject(Interference("m1", "panic"), absl::StatusCode::kInvalidArgument, "interference level 'panic'");
+  Reject(Interference("m9", "mark"), absl::StatusCode::kNotFound, "no machine m9");
+  Reject(Interference("m1", "mark", std::string(2000, 'x')), absl::StatusCode::kInvalidArgument, "over 1 KiB");
+  // Calm: unmarked, and whatever could not fit may fit again.
+  Apply(Interference("m1", ""));
+  EXPECT_FALSE(state_.FindMachine("m1")->interference_marked());
+  EXPECT_EQ(state_.FindMachine("m1")->interference_reason(), "");
+  EXPECT_EQ(state_.freed_revision(), state_.revision());
+}
+
 TEST_F(CellStateTest, RescheduleRemembersTheMachineToAvoid) {
   Apply(Submit(JobBuilder("job").Build()));
   Apply(Schedule("alice/job", 0, "m1"));

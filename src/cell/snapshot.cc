@@ -52,6 +52,8 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
     m->registered_ms_ = pm.registered_ms();
     m->packages_.assign(pm.packages().begin(), pm.packages().end());
     std::sort(m->packages_.begin(), m->packages_.end());
+    m->interference_ = pm.interference();
+    m->interference_reason_ = pm.interference_reason();
     m->order_ = c.machine_seq_++;
     Machine* raw = m.get();
     if (!c.machines_.emplace(pm.name(), std::move(m)).second) {

@@ -340,6 +340,8 @@ void AddUp(CLI::App& app, int& rc) {
                   "The master's usage sample period for the history and the UI's charts (default 60s)");
   cmd->add_option("--agent-arg", o->agent_args,
                   "A flag for every agent, e.g. --agent-arg=--colocation=false (repeatable; 'herd agent --help')");
+  cmd->add_option("--master-arg", o->master_args,
+                  "A flag for every master, e.g. --master-arg=--reclaim-startup=60s (repeatable; 'herd master --help')");
   cmd->add_flag("-d,--detach", o->detach, "Run in the background (stop with 'herd down')");
   cmd->add_flag("--ha", o->ha,
                 "Replicated control plane: a 3-member etcd cluster and 3 masters on it (ports picked, printed; a "

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/priority.h"
+#include "base/status.h"
 #include "cell/checkpoint_codec.h"
 #include "sim/core/driver.h"
 #include "sim/core/questions.h"
@@ -540,8 +541,22 @@ void AddSim(CLI::App& app, int& rc) {
         });
   }
   AddExperiment(sim, "bucketing", "Requests rounded up to powers of two (Borg Fig. 9)", rc, sim::RunBucketing);
-  AddExperiment(sim, "reclamation", "Non-prod scheduled against reservations, on and off (Borg Fig. 10)", rc,
-                sim::RunReclamation);
+  {
+    auto usage = std::make_shared<std::string>();
+    AddExperiment(
+        sim, "reclamation", "Non-prod scheduled against reservations, on and off (Borg Fig. 10)", rc,
+        [usage](const sim::SimWorkload& w, const sim::CompactionOptions& o) -> absl::StatusOr<sim::Figure> {
+          if (usage->empty()) return sim::RunReclamation(w, o);
+          HERD_ASSIGN_OR_RETURN(std::vector<sim::UsageProfile> p, sim::ReadUsageProfiles(*usage));
+          return sim::RunReclamationWithUsage(w, o, p);
+        },
+        [usage](CLI::App* cmd) {
+          cmd->add_option("--usage", *usage,
+                          "Usage recorded on a real cell (CSV from bench/reservation_trace.sh): reservations by "
+                          "each estimator of the master (baseline, medium, aggressive, histogram) instead of the "
+                          "usage model");
+        });
+  }
   AddFit(sim, rc);
   AddEvict(sim, rc);
   AddCheckpointReplay(sim, rc);

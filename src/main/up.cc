@@ -328,6 +328,7 @@ Child StartMaster(const UpOptions& o, const std::string& data, const std::string
     args.push_back("--reclaim");
     args.push_back(o.reclaim);
   }
+  args.insert(args.end(), o.master_args.begin(), o.master_args.end());
   return {"master", Spawn(args, (fs::path(data) / "logs" / "master.log").string())};
 }
 
@@ -560,6 +561,7 @@ std::vector<std::string> ReplicaArgs(const UpOptions& o, const std::string& data
     args.push_back("--reclaim");
     args.push_back(o.reclaim);
   }
+  args.insert(args.end(), o.master_args.begin(), o.master_args.end());
   return args;
 }
 

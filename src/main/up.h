@@ -28,8 +28,10 @@ struct UpOptions {
   std::string history_sample;
   // The master's --reclaim preset ("" = its default).
   std::string reclaim;
-  // More flags for every agent (e.g. "--colocation=false"), after Herd's own.
+  // More flags for every agent (e.g. "--colocation=false") and master (e.g.
+  // "--reclaim-startup=60s"), after Herd's own.
   std::vector<std::string> agent_args;
+  std::vector<std::string> master_args;
 };
 
 std::string DefaultUpDir();

@@ -745,6 +745,7 @@ health_check:
   timeout: 500ms
   failure_threshold: 2
   initial_delay: 1s
+  latency_bound: 50ms
 isolation: {namespaces: true, root_from_packages: true, user: nobody}
 )"));
   const v1::TaskTemplate& t = s.task();
@@ -760,6 +761,7 @@ isolation: {namespaces: true, root_from_packages: true, user: nobody}
   EXPECT_EQ(t.health_check().timeout_ms(), 500);
   EXPECT_EQ(t.health_check().failure_threshold(), 2);
   EXPECT_EQ(t.health_check().initial_delay_ms(), 1000);
+  EXPECT_EQ(t.health_check().latency_bound_ms(), 50);
   EXPECT_TRUE(t.isolation().namespaces());
   EXPECT_TRUE(t.isolation().root_from_packages());
   EXPECT_EQ(t.isolation().user(), "nobody");
@@ -791,6 +793,9 @@ TEST(SpecTest, PackageHealthAndIsolationErrors) {
               ElementsAre(HasSubstr("give only one of http:, tcp: and command:")));
   EXPECT_THAT(Errors(absl::StrCat(job, "health_check: {tcp: http, interval: 1s, timeout: 5s}\n")),
               ElementsAre(HasSubstr("health_check.timeout: 5s must be positive and no longer than the interval")));
+  EXPECT_THAT(Errors(absl::StrCat(job, "health_check: {tcp: http, timeout: 200ms, latency_bound: 300ms}\n")),
+              ElementsAre(HasSubstr("health_check.latency_bound: 300ms must be positive and no longer than the "
+                                    "timeout (200ms)")));
   // A valid spec: whether its owner may run tasks as root is the master's
   // to decide (the run-as-root capability).
   EXPECT_EQ(One(absl::StrCat(job, "isolation: {user: root}\n")).task().isolation().user(), "root");

@@ -251,6 +251,12 @@ void CheckHealth(const v1::TaskTemplate& t, Issues* out) {
   if (h.initial_delay_ms() < 0 || h.initial_delay_ms() > kMaxIntervalMs) {
     out->Add("health_check.initial_delay", "must be between 0 and 1h");
   }
+  const int64_t timeout = h.timeout_ms() != 0 ? h.timeout_ms() : 1'000;
+  if (h.latency_bound_ms() < 0 || h.latency_bound_ms() > timeout) {
+    out->Add("health_check.latency_bound",
+             absl::StrCat(FormatDurationMs(h.latency_bound_ms()), " must be positive and no longer than the timeout (",
+                          FormatDurationMs(timeout), ")"));
+  }
 }
 
 void CheckIsolation(const v1::TaskTemplate& t, Issues* out) {

@@ -203,6 +203,15 @@ inline v1::Mutation Down(const std::string& name, const std::string& reason = "m
   return m;
 }
 
+inline v1::Mutation Interference(const std::string& name, const std::string& level,
+                                 const std::string& reason = "run x waited for a CPU 40% of the time") {
+  v1::Mutation m;
+  m.mutable_machine_interference()->set_name(name);
+  m.mutable_machine_interference()->set_level(level);
+  m.mutable_machine_interference()->set_reason(reason);
+  return m;
+}
+
 inline v1::Mutation Up(const std::string& name) {
   v1::Mutation m;
   m.mutable_machine_up()->set_name(name);

@@ -490,6 +490,10 @@ void CgroupExtension::DescribeMachine(v1::PollResponse* response) const {
   response->set_cgroup_version(version());
   absl::MutexLock l(&mu_);
   if (machine_.sampled_ms() > 0) *response->mutable_machine_usage() = machine_;
+  if (interference_.level() != InterferenceController::Level::kNone) {
+    response->mutable_interference()->set_level(InterferenceController::LevelName(interference_.level()));
+    response->mutable_interference()->set_reason(interference_.reason());
+  }
 }
 
 void CgroupExtension::Tick(const std::vector<RunView>& runs) {
@@ -620,6 +624,17 @@ InterferenceSample CgroupExtension::InterferenceSignalsLocked(const std::vector<
         (static_cast<double>(now - ls_mono_ms_) * 1000);
   }
   if (!options_.interference.enabled) return out;
+  if (options_.slow_checks) {
+    // A slow health check of a latency-sensitive run (not of batch).
+    auto [run, ms] = options_.slow_checks->Slowest();
+    for (const RunView& r : runs) {
+      if (r.spec.run_id() == run && !IsBatch(r.spec) && r.phase == v1::Task::ACTIVE) {
+        out.slow_run = run;
+        out.slow_ms = ms;
+        break;
+      }
+    }
+  }
   for (const RunView& r : runs) {
     if (IsBatch(r.spec) || r.phase != v1::Task::ACTIVE) continue;
     auto it = runs_.find(r.spec.run_id());

@@ -54,6 +54,7 @@
 #include "agent/cgroup/interference.h"
 #include "agent/runtime/process.h"
 #include "agent/supervisor/extension.h"
+#include "agent/supervisor/slow_checks.h"
 #include "base/clock.h"
 
 namespace herd::agent {
@@ -119,6 +120,9 @@ struct CgroupOptions {
   // supervisor's tick: the agent ticks at this interval).
   int64_t control_interval_ms = 250;
   InterferenceOptions interference;
+  // LS runs whose last health check was slower than its latency bound
+  // (HealthExtension records them); may be null.
+  std::shared_ptr<SlowChecks> slow_checks;
   // The machine's memory; default ReadMachineMemory. Tests inject shortage.
   std::function<MachineMemory()> machine_memory;
   // Times usage samples, eviction holds and the driver's waits; tests use a

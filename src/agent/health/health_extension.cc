@@ -105,9 +105,11 @@ void HealthExtension::Ended(const RunView& run, ExitStatus* exit) {
   // Health stays reported as last seen until the next attempt starts.
   ++it->second.attempt;
   it->second.live = false;
+  if (options_.slow_checks) options_.slow_checks->Forget(run.spec.run_id());
 }
 
 void HealthExtension::Released(const RunView& run) {
+  if (options_.slow_checks) options_.slow_checks->Forget(run.spec.run_id());
   absl::MutexLock l(&mu_);
   checks_.erase(run.spec.run_id());
 }
@@ -143,7 +145,13 @@ void HealthExtension::Worker() {
     const Check copy = c;
     ProbeResult result;
     mu_.Unlock();
+    const auto start = std::chrono::steady_clock::now();  // probes run on real time
     result = Probe(run_id, copy);
+    if (options_.slow_checks && copy.spec.latency_bound_ms() > 0) {
+      const int64_t took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - start).count();
+      options_.slow_checks->Record(run_id, took, copy.spec.latency_bound_ms());
+    }
     mu_.Lock();
     auto it = checks_.find(run_id);
     if (it == checks_.end()) continue;

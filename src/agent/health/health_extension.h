@@ -26,6 +26,7 @@
 #include "agent/health/probes.h"
 #include "agent/runtime/process.h"
 #include "agent/supervisor/extension.h"
+#include "agent/supervisor/slow_checks.h"
 #include "base/clock.h"
 
 namespace herd::agent {
@@ -48,6 +49,9 @@ class HealthExtension : public Extension {
     // When checks are due (initial delay, interval). A probe's own timeout
     // bounds real I/O and always runs on real time.
     Clock* clock = RealClock::Get();
+    // Where checks with a latency_bound_ms record how long they took (for
+    // the interference control); may be null.
+    std::shared_ptr<SlowChecks> slow_checks;
   };
 
   explicit HealthExtension(Options options);

@@ -59,6 +59,7 @@ class HealthTest : public SupervisorFixture {
     ho.ports = [ports](const std::string& run, const std::string& name) { return ports->PortOf(run, name); };
     ho.threads = threads;
     ho.clock = health_clock;
+    ho.slow_checks = slow_;
     health_ = std::make_shared<HealthExtension>(ho);
     Supervisor::Options opts;
     opts.extensions = {ports, health_};
@@ -79,6 +80,7 @@ class HealthTest : public SupervisorFixture {
     return run;
   }
   std::shared_ptr<HealthExtension> health_;
+  std::shared_ptr<SlowChecks> slow_ = std::make_shared<SlowChecks>();
 };
 
 TEST_F(HealthTest, HttpServerIsHealthyThenUnhealthyAndRestarted) {
@@ -161,6 +163,30 @@ TEST_F(HealthTest, CommandCheckRunsInTheTaskAndItsExitCodeDecides) {
   s = WaitFor(*sup_, run.run_id(), IsTerminal);
   ASSERT_TRUE(s);
   EXPECT_TRUE(absl::StartsWith(s->message(), "unhealthy: command sh exited with code 1: not ready (")) << s->message();
+}
+
+TEST_F(HealthTest, AChecksLatencyOverItsBoundMarksTheRunSlowUntilAFastCheck) {
+  sup_ = NewWithHealth();
+  // The check sleeps 2 s while the task's "slow" file exists; the bound is
+  // 1 s (wide: a plain check may take a while on a loaded machine).
+  v1::TaskRun run = Sh("health.slow", "touch slow; exec sleep 1000", v1::RestartPolicy::NEVER);
+  run.mutable_health_check()->mutable_command()->add_argv("sh");
+  run.mutable_health_check()->mutable_command()->add_argv("-c");
+  run.mutable_health_check()->mutable_command()->add_argv("if test -e slow; then sleep 2; fi; exit 0");
+  run.mutable_health_check()->set_interval_ms(300);
+  run.mutable_health_check()->set_timeout_ms(5000);
+  run.mutable_health_check()->set_latency_bound_ms(1000);
+  sup_->SetDesired({run});
+  ASSERT_TRUE(Eventually([&] { return slow_->Slowest().first == run.run_id(); }, std::chrono::seconds(60)));
+  EXPECT_GE(slow_->Slowest().second, 2000);
+  // Still healthy: slow is not unhealthy.
+  EXPECT_TRUE(HealthIs(v1::Health::HEALTHY)(Find(*sup_, run.run_id())));
+  std::filesystem::remove(RunDirOf(run.run_id()) + "/sandbox/slow");
+  ASSERT_TRUE(Eventually([&] { return slow_->Slowest().first.empty(); }, std::chrono::seconds(60)));
+  // A run that ends is forgotten.
+  slow_->Record(run.run_id(), 5000, 1000);
+  sup_->SetDesired({});
+  ASSERT_TRUE(Eventually([&] { return slow_->Slowest().first.empty(); }, std::chrono::seconds(60)));
 }
 
 TEST_F(HealthTest, TimeoutIsHonoured) {

@@ -12,6 +12,8 @@ namespace herd::agent {
 absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const AgentOptions& options) {
   std::vector<std::shared_ptr<Extension>> out;
   Clock* const clock = options.clock != nullptr ? options.clock : RealClock::Get();
+  // Health checks' latency, read by the containers' interference control.
+  auto slow_checks = std::make_shared<SlowChecks>();
   // Each feature adds its extension here, in this order: packages (the
   // root directory must exist before the container is set up), containers,
   // ports, health checks.
@@ -59,6 +61,7 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     c.memory_reserve_bytes = options.memory_reserve_bytes;
     if (options.capacity_given) c.capacity_memory_bytes = options.capacity.memory_bytes;
     c.clock = clock;
+    c.slow_checks = slow_checks;
     out.push_back(CgroupExtension::Create(std::move(c)));
   }
   {
@@ -70,6 +73,7 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     h.ports = [ports](const std::string& run_id, const std::string& name) { return ports->PortOf(run_id, name); };
     h.shim_path = options.shim_path;
     h.clock = clock;
+    h.slow_checks = slow_checks;
     out.push_back(std::make_shared<HealthExtension>(std::move(h)));
   }
   return out;

@@ -126,6 +126,11 @@ void AddMachines(CLI::App& app, CommandContext& ctx) {
       if (m.drained()) {
         absl::StrAppend(&state, ", DRAINED", m.drain_reason().empty() ? "" : absl::StrCat(" (", m.drain_reason(), ")"));
       }
+      if (!m.interference().empty()) {
+        // e.g. "UP, INTERFERENCE mark (run web.0.3 waited for a CPU 31% of the time)"
+        absl::StrAppend(&state, ", INTERFERENCE ", m.interference(),
+                        m.interference_reason().empty() ? "" : absl::StrCat(" (", m.interference_reason(), ")"));
+      }
       t.Add({m.name(), state, m.address(),
              absl::StrCat(FormatCpu(m.allocated().cpu_millis()), "/", FormatCpu(m.capacity().cpu_millis())),
              absl::StrCat(FormatBytes(m.allocated().memory_bytes()), "/", FormatBytes(m.capacity().memory_bytes())),

@@ -29,6 +29,7 @@ enum class ReasonCode : uint8_t {
   kConstraint,
   kDifferentMachines,
   kDomainLimit,
+  kInterference,
   kInsufficientCpu,
   kInsufficientMemory,
   kInsufficientDisk,

@@ -65,6 +65,8 @@ absl::string_view ReasonText(ReasonCode code) {
       return "a task of the job already there";
     case ReasonCode::kDomainLimit:
       return "job's limit per failure domain reached";
+    case ReasonCode::kInterference:
+      return "machine marked for interference with latency-sensitive work";
     case ReasonCode::kInsufficientCpu:
       return "insufficient cpu";
     case ReasonCode::kInsufficientMemory:
@@ -87,6 +89,7 @@ Profile DefaultProfile(const Options& o) {
   p.filters.push_back(std::make_unique<CrashAvoidFilter>());
   p.filters.push_back(std::make_unique<ConstraintFilter>());
   p.filters.push_back(std::make_unique<DomainLimitFilter>());
+  p.filters.push_back(std::make_unique<InterferenceFilter>());
   p.filters.push_back(std::make_unique<ResourceFilter>());
   auto add = [&](std::unique_ptr<ScorePlugin> s, double w) {
     if (w <= 0) return;

@@ -4,9 +4,14 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <fstream>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "cell/reclaim.h"
 #include "base/ids.h"
 #include "base/priority.h"
 #include "base/status.h"
@@ -406,6 +411,158 @@ absl::StatusOr<Figure> RunReclamation(const SimWorkload& w, const CompactionOpti
                                          .Render()});
   AddSpread(f, "machines_saved_pct", sv);
   f.notes = SeedsNote(o) + "; reservations from a usage model: CPU 20-70%, memory 60-95% of the limit, +15% margin";
+  return f;
+}
+
+absl::StatusOr<std::vector<UsageProfile>> ReadUsageProfiles(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot read"));
+  constexpr absl::string_view kHeader =
+      "time_ms,job,task_index,cpu_millis,memory_bytes,cpu_limit_millis,memory_limit_bytes";
+  constexpr int kMaxRows = 1'000'000;
+  std::string line;
+  if (!std::getline(in, line) || absl::StripAsciiWhitespace(line) != kHeader) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":1: the header must be ", kHeader));
+  }
+  std::map<std::string, UsageProfile> by_task;
+  std::map<std::string, std::vector<std::pair<int64_t, std::pair<double, double>>>> samples;
+  int n = 1;
+  while (std::getline(in, line)) {
+    ++n;
+    if (absl::StripAsciiWhitespace(line).empty()) continue;
+    if (n > kMaxRows + 1) return absl::InvalidArgumentError(absl::StrCat(path, ": more than ", kMaxRows, " rows"));
+    std::vector<std::string> f = absl::StrSplit(absl::StripAsciiWhitespace(line), ',');
+    if (f.size() != 7) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": ", f.size(), " fields, want 7"));
+    }
+    int64_t t, index, cpu, mem, cpu_lim, mem_lim;
+    if (!absl::SimpleAtoi(f[0], &t) || !absl::SimpleAtoi(f[2], &index) || !absl::SimpleAtoi(f[3], &cpu) ||
+        !absl::SimpleAtoi(f[4], &mem) || !absl::SimpleAtoi(f[5], &cpu_lim) || !absl::SimpleAtoi(f[6], &mem_lim)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": time_ms, task_index and the figures must be integers"));
+    }
+    if (cpu < 0 || mem < 0 || cpu_lim <= 0 || mem_lim <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", n, ": usage must not be negative and limits must be positive"));
+    }
+    const std::string name = absl::StrCat(f[1], "/", index);
+    samples[name].push_back({t, {std::min(1.0, static_cast<double>(cpu) / static_cast<double>(cpu_lim)),
+                                 std::min(1.0, static_cast<double>(mem) / static_cast<double>(mem_lim))}});
+  }
+  std::vector<UsageProfile> out;
+  for (auto& [name, v] : samples) {
+    std::sort(v.begin(), v.end());
+    UsageProfile p;
+    p.name = name;
+    for (const auto& [t, u] : v) {
+      p.t_ms.push_back(t);
+      p.cpu.push_back(u.first);
+      p.memory.push_back(u.second);
+    }
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no usage rows"));
+  return out;
+}
+
+namespace {
+
+struct Replayed {
+  double cpu = 1, memory = 1;  // reservation / limit at the end
+  int64_t samples = 0, over = 0;  // samples after startup; of those, usage above the reservation
+};
+
+// One profile through one estimator, on a limit of 1.
+Replayed Replay(const UsageProfile& p, const cell::EstimatorOptions& e) {
+  Replayed r;
+  if (p.t_ms.empty()) return r;
+  cell::Estimate cpu(1.0, 1.0, p.t_ms.front()), mem(1.0, 1.0, p.t_ms.front());
+  for (size_t i = 0; i < p.t_ms.size(); ++i) {
+    const int64_t t = p.t_ms[i];
+    if (t - p.t_ms.front() >= e.startup_ms) {
+      ++r.samples;
+      if (p.cpu[i] > cpu.Value(t, e) + 1e-9 || p.memory[i] > mem.Value(t, e) + 1e-9) ++r.over;
+    }
+    cpu.Observe(p.cpu[i], t, e);
+    mem.Observe(p.memory[i], t, e);
+  }
+  r.cpu = cpu.Value(p.t_ms.back(), e);
+  r.memory = mem.Value(p.t_ms.back(), e);
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<Figure> RunReclamationWithUsage(const SimWorkload& w, const CompactionOptions& o,
+                                               const std::vector<UsageProfile>& profiles) {
+  if (profiles.empty()) return absl::InvalidArgumentError("no usage profiles");
+  std::vector<std::pair<std::string, cell::EstimatorOptions>> estimators;
+  for (const char* preset : {"baseline", "medium", "aggressive"}) {
+    HERD_ASSIGN_OR_RETURN(cell::EstimatorOptions e, cell::EstimatorPreset(preset));
+    estimators.push_back({preset, e});
+  }
+  {
+    // Seed 004's predictor with the medium preset's margin and half-life.
+    cell::EstimatorOptions e = estimators[1].second;
+    e.kind = cell::EstimatorOptions::Kind::kHistogram;
+    estimators.push_back({"histogram", e});
+  }
+  CompactionOptions off = o, on = o;
+  off.use_reservations = false;
+  on.use_reservations = true;
+  HERD_ASSIGN_OR_RETURN(CompactionResult r_off, Compact(w, off));
+  Figure f;
+  f.id = "reclamation";
+  f.title = absl::StrCat("Resource reclamation (Borg Fig. 10) with recorded usage: ", w.name);
+  f.table = report::Table({"estimator", "machines p90", "min", "max", "saved % p90", "cpu reserved/limit",
+                           "memory reserved/limit", "samples over reservation %"});
+  f.table.AddRow({"off (limits)", r_off.P90(), r_off.Min(), r_off.Max(), Num(0, 1), Num(1, 2), Num(1, 2), Num(0, 2)});
+  std::vector<std::string> names = {"off"};
+  std::vector<Spread> spreads = {Summarise(std::vector<double>(r_off.needed.begin(), r_off.needed.end()))};
+  for (const auto& [name, e] : estimators) {
+    std::vector<Replayed> per_profile;
+    int64_t samples = 0, over = 0;
+    for (const UsageProfile& p : profiles) {
+      per_profile.push_back(Replay(p, e));
+      samples += per_profile.back().samples;
+      over += per_profile.back().over;
+    }
+    SimWorkload ww = w;
+    ww.reservations.clear();
+    double cpu_share = 0, mem_share = 0;
+    for (const auto& j : ww.jobs) {
+      const Replayed& r = per_profile[StableHash(j.user(), j.name(), 11) % per_profile.size()];
+      const auto& lim = j.task().resources();
+      v1::Resources res = lim;
+      res.set_cpu_millis(std::llround(static_cast<double>(lim.cpu_millis()) * r.cpu));
+      res.set_memory_bytes(std::llround(static_cast<double>(lim.memory_bytes()) * r.memory));
+      ww.reservations.push_back({JobId(j.user(), j.name()), res});
+      cpu_share += r.cpu;
+      mem_share += r.memory;
+    }
+    const double jobs = std::max<double>(1, static_cast<double>(ww.jobs.size()));
+    HERD_ASSIGN_OR_RETURN(CompactionResult r_on, Compact(ww, on));
+    std::vector<double> saved;
+    for (size_t s = 0; s < r_off.needed.size() && s < r_on.needed.size(); ++s) {
+      saved.push_back(r_off.needed[s] > 0 ? 100.0 * (1.0 - static_cast<double>(r_on.needed[s]) / r_off.needed[s]) : 0);
+    }
+    Spread sv = Summarise(saved);
+    const double over_pct = samples > 0 ? 100.0 * static_cast<double>(over) / static_cast<double>(samples) : 0;
+    f.table.AddRow({name, r_on.P90(), r_on.Min(), r_on.Max(), Num(sv.p90, 1), Num(cpu_share / jobs, 2),
+                    Num(mem_share / jobs, 2), Num(over_pct, 2)});
+    names.push_back(name);
+    spreads.push_back(Summarise(std::vector<double>(r_on.needed.begin(), r_on.needed.end())));
+    AddSpread(f, absl::StrCat(name, "_machines_saved_pct"), sv);
+    f.results.push_back({absl::StrCat(name, "_machines_p90"), r_on.P90()});
+    f.results.push_back({absl::StrCat(name, "_over_reservation_pct"), over_pct});
+  }
+  f.results.push_back({"off_machines_p90", r_off.P90()});
+  f.charts.push_back({"reclamation", Bars("Reclaiming resources for non-prod work, by estimator", names,
+                                          "machines needed (p90, min-max)", spreads, "machines")
+                                         .Render()});
+  std::string est;
+  for (const auto& [name, e] : estimators) absl::StrAppend(&est, "; ", name, " = ", cell::DescribeEstimator(e));
+  f.notes = absl::StrCat(SeedsNote(o), "; reservations from ", profiles.size(),
+                         " usage profiles recorded on a real cell, each job taking one by a hash of its name", est);
   return f;
 }
 

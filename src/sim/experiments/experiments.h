@@ -46,6 +46,28 @@ absl::StatusOr<Figure> RunBucketing(const SimWorkload& w, const CompactionOption
 // Needs reservations (usage data): FAILED_PRECONDITION otherwise.
 absl::StatusOr<Figure> RunReclamation(const SimWorkload& w, const CompactionOptions& o);
 
+// Usage recorded from a real cell (bench/reservation_trace.sh writes it):
+// one task's samples over time, as shares of its limits.
+struct UsageProfile {
+  std::string name;  // job/index
+  std::vector<int64_t> t_ms;
+  std::vector<double> cpu, memory;  // usage / limit
+};
+// Reads a CSV with the header
+//   time_ms,job,task_index,cpu_millis,memory_bytes,cpu_limit_millis,memory_limit_bytes
+// (rows in any order; at most 1,000,000). Errors name the file and line.
+absl::StatusOr<std::vector<UsageProfile>> ReadUsageProfiles(const std::string& path);
+
+// Fig. 10 with the master's own estimators (cell/reclaim.h): each job of the
+// workload takes a recorded profile (by a stable hash of its name), scaled
+// to its limits; each estimator (Borg's baseline, medium, aggressive
+// presets, and seed 004's histogram) replays the profile and gives the
+// reservation at its end; the cell is compacted with non-production work
+// scheduled against those reservations. Also reports how often usage went
+// above the reservation after startup (the estimator's risk).
+absl::StatusOr<Figure> RunReclamationWithUsage(const SimWorkload& w, const CompactionOptions& o,
+                                               const std::vector<UsageProfile>& profiles);
+
 // FGD's evaluation (Weng et al., ATC '23): on the whole cell, tasks arrive
 // `batch` per scheduling pass (the workload's in order, then drawn from it
 // at random) until the GPUs they asked for reach `demand` x the cell's; one

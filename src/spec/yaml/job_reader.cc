@@ -36,7 +36,7 @@ constexpr int64_t kDefaultMinHealthyMs = 10'000;
 constexpr int64_t kDefaultProgressDeadlineMs = 600'000;
 constexpr absl::string_view kPackageFields[] = {"name", "sha256", "url", "size"};
 constexpr absl::string_view kHealthFields[] = {"http", "tcp", "command", "interval", "timeout", "failure_threshold",
-                                               "initial_delay"};
+                                               "initial_delay", "latency_bound"};
 constexpr absl::string_view kHttpCheckFields[] = {"port", "path"};
 constexpr absl::string_view kTcpCheckFields[] = {"port"};
 constexpr absl::string_view kIsolationFields[] = {"namespaces", "root_from_packages", "user"};
@@ -546,6 +546,9 @@ void JobReader::ReadHealthCheck(const Value& v, v1::HealthCheck* h) {
   }
   if (const Entry* e = f->Get("failure_threshold")) {
     if (auto n = Int(ValueOf(*e, v.path), 1000)) h->set_failure_threshold(static_cast<int32_t>(*n));
+  }
+  if (const Entry* e = f->Get("latency_bound")) {
+    if (auto ms = Quantity(ValueOf(*e, v.path), &ParseDurationMs)) h->set_latency_bound_ms(*ms);
   }
 }
 

@@ -95,6 +95,17 @@ std::vector<v1::Mutation> Reconcile(const cell::CellState& state, const std::str
       out.push_back(std::move(mut));
     }
   }
+  if (observed.interference().level() != m->interference()) {
+    // The agent's interference level moved: at "mark" the scheduler keeps
+    // non-production work off the machine. Only moves are committed (the
+    // reason of a level is the one it had when it was reached).
+    v1::Mutation mut;
+    v1::MachineInterference* mi = mut.mutable_machine_interference();
+    mi->set_name(machine);
+    mi->set_level(observed.interference().level());
+    mi->set_reason(observed.interference().reason().substr(0, 1024));
+    out.push_back(std::move(mut));
+  }
   absl::flat_hash_map<std::string, const v1::RunStatus*> runs;
   for (const v1::RunStatus& r : observed.runs()) runs[r.run_id()] = &r;
   absl::flat_hash_set<const cell::Task*> moved;  // lost, rescheduled or ended by this reply

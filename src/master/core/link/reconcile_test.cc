@@ -115,5 +115,32 @@ TEST_F(DrainTest, AnUndrainedMachineKeepsItsTasksAndIsSnapshotted) {
   EXPECT_TRUE(Poll().empty());
 }
 
+// The agent's interference level reaches the cell only when it moves.
+TEST(ReconcileInterference, OnlyAMoveOfTheLevelIsCommitted) {
+  cell::CellState state("test");
+  ASSERT_TRUE(state.Apply(Register(MachineBuilder("m0").Build())).ok());
+  auto poll = [&](const std::string& level, const std::string& reason) {
+    v1::PollResponse observed;
+    if (!level.empty()) {
+      observed.mutable_interference()->set_level(level);
+      observed.mutable_interference()->set_reason(reason);
+    }
+    int committed = 0;
+    for (const v1::Mutation& m : Reconcile(state, "m0", {}, observed, 1000)) {
+      if (!m.has_machine_interference()) continue;
+      EXPECT_TRUE(state.Apply(m).ok());
+      ++committed;
+    }
+    return committed;
+  };
+  EXPECT_EQ(poll("", ""), 0);
+  EXPECT_EQ(poll("mark", "run a waited for a CPU 30% of the time"), 1);
+  EXPECT_TRUE(state.FindMachine("m0")->interference_marked());
+  EXPECT_EQ(poll("mark", "run a waited for a CPU 35% of the time"), 0);  // same level: nothing
+  EXPECT_EQ(state.FindMachine("m0")->interference_reason(), "run a waited for a CPU 30% of the time");
+  EXPECT_EQ(poll("", ""), 1);
+  EXPECT_EQ(state.FindMachine("m0")->interference(), "");
+}
+
 }  // namespace
 }  // namespace herd::master

@@ -36,6 +36,11 @@ FilterResult DomainLimitFilter::Filter(const PassContext& ctx, const TaskClass& 
   return FilterResult::Ok();
 }
 
+FilterResult InterferenceFilter::Filter(const PassContext&, const TaskClass& cls, const MachineView& m) const {
+  if (!cls.prod && m.machine->interference_marked()) return {ReasonCode::kInterference, ""};
+  return FilterResult::Ok();
+}
+
 FilterResult ResourceFilter::Fit(const ResourceVector& need, const ResourceVector& free) {
   if (need.cpu_millis > free.cpu_millis) return {ReasonCode::kInsufficientCpu, ""};
   if (need.memory_bytes > free.memory_bytes) return {ReasonCode::kInsufficientMemory, ""};

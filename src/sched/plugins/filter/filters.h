@@ -39,6 +39,16 @@ class DomainLimitFilter final : public FilterPlugin {
   FilterResult Filter(const PassContext& ctx, const TaskClass& cls, const MachineView& m) const override;
 };
 
+// Non-production work stays off a machine whose agent marked it for
+// interference with its latency-sensitive tasks (Machine::interference
+// "mark"); production work may go. Not static: the mark comes and goes.
+class InterferenceFilter final : public FilterPlugin {
+ public:
+  absl::string_view Name() const override { return "interference"; }
+  bool IsStatic() const override { return false; }
+  FilterResult Filter(const PassContext& ctx, const TaskClass& cls, const MachineView& m) const override;
+};
+
 // The task's resource vector fits the machine's free vector in every
 // dimension (CPU, memory, disk, ports, extended): production against the
 // others' limits, non-production against their reservations.

@@ -44,6 +44,24 @@ TEST_F(FiltersTest, MachineUp) {
   EXPECT_TRUE(f.IsStatic());
 }
 
+TEST_F(FiltersTest, InterferenceKeepsNonProdOffAMarkedMachine) {
+  InterferenceFilter f;
+  EXPECT_FALSE(f.IsStatic());
+  TaskClass batch = Class(JobBuilder("b").Priority(100).Build());
+  Apply(Interference("m1", "evict"));  // not marked yet: batch may still go
+  batch = Class(state_.FindJob("alice/b")->spec);
+  EXPECT_TRUE(f.Filter(*ctx_, batch, View("m1")).ok());
+  Apply(Interference("m1", "mark"));
+  batch = Class(state_.FindJob("alice/b")->spec);
+  EXPECT_EQ(f.Filter(*ctx_, batch, View("m1")).code, ReasonCode::kInterference);
+  EXPECT_TRUE(f.Filter(*ctx_, batch, View("m2")).ok());
+  TaskClass prod = Class(JobBuilder("p").Priority(200).Build());
+  EXPECT_TRUE(f.Filter(*ctx_, prod, View("m1")).ok());
+  Apply(Interference("m1", ""));  // calm again
+  batch = Class(state_.FindJob("alice/b")->spec);
+  EXPECT_TRUE(f.Filter(*ctx_, batch, View("m1")).ok());
+}
+
 TEST_F(FiltersTest, CrashAvoid) {
   Apply(Submit(JobBuilder("crashy").Build()));
   Apply(Schedule("alice/crashy", 0, "m1"));
