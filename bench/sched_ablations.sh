@@ -9,9 +9,10 @@
 # normalised), every feasible machine scored, no other score, no cached score.
 #
 # Usage: bench/sched_ablations.sh [GROUP...]
-#   groups: policies sample spread priomix equiv cache shape picky combined fix order
+#   groups: policies sample spread priomix equiv cache shape picky combined fix order reserve hybridpack
 #   (order: every policy with --task-order largest, hardest tasks first;
-#    reserve: every policy with --reserve 4 and with --reserve 0)
+#    reserve: every policy with --reserve 4 and with --reserve 0;
+#    hybridpack: when hybrid packs production, and its sample then)
 #   (default: all but combined and fix)
 # Environment:
 #   HERD=build/bin/herd  TRACES=../shared/data/traces  SEEDS=5  PARALLEL=2
@@ -119,6 +120,14 @@ for wl in $WORKLOADS; do
     for p in best hybrid worst k8s pack; do
       for w in 0 4; do run "$wl" "$p.reserve-$w" --policy "$p" --reserve "$w"; done
     done
+  fi
+  # Hybrid packs production only where non-production work is under 10% of
+  # the CPU asked for, with a sample of 192 (issue #13): never / always
+  # packing it, and the sample of those classes (48 = the others', 0 = all).
+  if want hybridpack; then
+    for b in 0 2; do run "$wl" "hybrid.pack-below-$b" --policy hybrid --hybrid-pack-below "$b"; done
+    run "$wl" hybrid.pack-below-2.pack-sample-48 --policy hybrid --hybrid-pack-below 2 --hybrid-pack-sample 48
+    for n in 48 0; do run "$wl" "hybrid.pack-sample-$n" --policy hybrid --hybrid-pack-sample "$n"; done
   fi
   # Every factor that the single ablations showed to cost machines, off at once.
   if want combined; then

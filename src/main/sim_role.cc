@@ -77,6 +77,8 @@ struct ExperimentFlags {
   double spread = -1, priority_mix = -1;
   double shape = 0;
   double reserve = -1;
+  double hybrid_pack_below = -1;
+  int hybrid_pack_sample = -1;
   std::string only = "all";
   std::string overcommit;
 };
@@ -110,6 +112,12 @@ void AddExperimentFlags(CLI::App* cmd, ExperimentFlags* e) {
   cmd->add_option("--priority-mix", e->priority_mix, "Weight of the priority-mix score (default 0.2; 0 = off)");
   cmd->add_option("--reserve", e->reserve,
                   "Weight of the reserve score: keeps room for the scarce pending work (default 4, k8s 0; 0 = off)");
+  cmd->add_option("--hybrid-pack-below", e->hybrid_pack_below,
+                  "Hybrid packs production while non-production work asks for less than this share of the CPU "
+                  "(default 0.1; 0 = never, above 1 = always)");
+  cmd->add_option("--hybrid-pack-sample", e->hybrid_pack_sample,
+                  "Feasible machines sought per class that hybrid packs, on a cell without devices (default 192; 0 "
+                  "= every feasible machine)");
   cmd->add_option("--shape", e->shape,
                   "Hybrid's stranding term: the typical task's CPU per memory, as shares of capacity (default: the "
                   "workload's)");
@@ -143,6 +151,8 @@ absl::StatusOr<sim::CompactionOptions> Options(const ExperimentFlags& e) {
   if (e.spread >= 0) o.scheduler.weights.spread = e.spread;
   if (e.priority_mix >= 0) o.scheduler.weights.priority_mix = e.priority_mix;
   if (e.reserve >= 0) o.scheduler.weights.reserve = e.reserve;
+  if (e.hybrid_pack_below >= 0) o.scheduler.hybrid_pack_below = e.hybrid_pack_below;
+  if (e.hybrid_pack_sample >= 0) o.scheduler.hybrid_pack_sample = e.hybrid_pack_sample;
   if (e.shape < 0) return absl::InvalidArgumentError("--shape must be positive (or 0 for the workload's)");
   o.scheduler.stranding_shape = e.shape;
   if (e.only != "all" && e.only != "prod" && e.only != "non-prod") {

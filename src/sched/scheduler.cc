@@ -31,6 +31,7 @@ struct ClassState {
   bool scan_done = false;
   bool failed = false;
   bool preemption_tried = false;
+  size_t enough = 48;  // feasible machines sought per scan (Options::enough_feasible)
   uint32_t round = 0;
   std::vector<int32_t> short_of;  // machines that failed only for resources
   std::vector<int32_t> unplaced;
@@ -125,6 +126,13 @@ ClassState& PassRunner::ClassFor(const cell::Task* t) {
     cs.scan_start = opt_.relaxed_randomization && n > 0 ? rng_.Uniform(n) : 0;
     class_list_.push_back(&cs);
     ++out_.classes;
+    cs.enough = static_cast<size_t>(std::max(1, opt_.enough_feasible));
+    if (opt_.policy == PackingPolicy::kHybrid && cs.cls.prod && ctx_.extended_shapes().empty() &&
+        ctx_.HybridPacks(cs.cls)) {
+      // Hybrid packs this class: best fit wants the tightest machine, which
+      // a small random sample of a large cell rarely holds (issue #13).
+      cs.enough = opt_.hybrid_pack_sample <= 0 ? n : std::max(cs.enough, static_cast<size_t>(opt_.hybrid_pack_sample));
+    }
     if (opt_.score_cache && shared) {
       if (!StillFails(cs)) SeedFromCache(cs);
     }
@@ -277,7 +285,7 @@ void PassRunner::SeedFullest(ClassState& cs) {
     }
   }
   // And the random sample, as without them (the scan skips those above).
-  Scan(cs, static_cast<size_t>(std::max(1, opt_.enough_feasible)));
+  Scan(cs, cs.enough);
 }
 
 std::optional<int32_t> PassRunner::Pick(ClassState& cs) {
@@ -331,7 +339,7 @@ std::optional<int32_t> PassRunner::Pick(ClassState& cs) {
       std::push_heap(cs.heap.begin(), cs.heap.end(), HeapLess);
     }
     if (cs.scan_done) return std::nullopt;
-    Scan(cs, static_cast<size_t>(std::max(1, opt_.enough_feasible)));
+    Scan(cs, cs.enough);
   }
 }
 

@@ -272,6 +272,47 @@ TEST(Scheduler, FullestCandidatesShowBestFitWhereThePassPacked) {
   EXPECT_LT(run(0), 4);
 }
 
+TEST(Scheduler, HybridSamplesWiderWhereItPacks) {
+  // 200 machines, one of them half full of production work; each of 4
+  // production jobs is a class of its own and the sample is one feasible
+  // machine. Where hybrid packs (production is all the work), its classes
+  // seek Options::hybrid_pack_sample feasible machines instead and find the
+  // half-full one; with that sample at 1, only by luck. Where
+  // non-production work is pending too, hybrid spreads and keeps the sample.
+  auto run = [](int32_t pack_sample, bool batch, int64_t* evaluated) {
+    cell::CellState s;
+    AddMachines(s, 200);
+    EXPECT_TRUE(s.Apply(Submit(JobBuilder("filler").Priority(200).Cpu(1000).Memory(1LL << 30).Build())).ok());
+    EXPECT_TRUE(s.Apply(Schedule("alice/filler", 0, "m17")).ok());
+    for (int j = 0; j < 4; ++j) {
+      EXPECT_TRUE(
+          s.Apply(Submit(JobBuilder("j" + std::to_string(j)).Priority(200).Cpu(200).Memory(200LL << 20).Build()))
+              .ok());
+    }
+    if (batch) {
+      EXPECT_TRUE(s.Apply(Submit(JobBuilder("batch").Tasks(20).Priority(100).Cpu(100).Memory(64LL << 20).Build())).ok());
+    }
+    Options o = Plain(PackingPolicy::kHybrid);
+    o.enough_feasible = 1;
+    o.hybrid_pack_sample = pack_sample;
+    PassResult r = Scheduler(o).RunPass(s);
+    int on_m17 = 0;
+    for (const auto& p : r.proposals) on_m17 += p.machine() == "m17" && p.job() != "alice/batch";
+    EXPECT_EQ(r.unplaced, 0);
+    *evaluated = r.machines_evaluated;
+    return on_m17;
+  };
+  int64_t wide = 0, narrow = 0, mixed_wide = 0, mixed_narrow = 0;
+  EXPECT_EQ(run(0, false, &wide), 4);
+  EXPECT_EQ(run(200, false, &wide), 4);  // as many as fit: all of them
+  EXPECT_LT(run(1, false, &narrow), 4);
+  EXPECT_GT(wide, 10 * narrow);
+  // Mixed: the production jobs are spread, and the pack sample is not used.
+  EXPECT_LT(run(0, true, &mixed_wide), 4);
+  run(1, true, &mixed_narrow);
+  EXPECT_EQ(mixed_wide, mixed_narrow);
+}
+
 TEST(Scheduler, ScoreCacheComputesFewerScores) {
   cell::CellState s;
   AddMachines(s, 100, 16'000, 16LL << 30);

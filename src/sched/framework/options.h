@@ -87,6 +87,19 @@ struct Options {
   // this many of them fit, so a packing score sees where the pass has been
   // packing and not only its random sample (0 = only the random sample).
   int32_t fullest_candidates = 0;
+  // The hybrid policy packs production work (best fit plus stranding) only
+  // while non-production work asks for less than this share of the CPU the
+  // cell's work asks for (running and pending); above it, hybrid spreads
+  // every task by E-PVM's cost plus stranding (issue #13: packing production
+  // saves machines where production is the workload, spreading it saves them
+  // where non-production work follows into what production left). 0: never
+  // pack production; > 1: always.
+  double hybrid_pack_below = 0.1;
+  // With relaxed randomization: feasible machines sought per class that the
+  // hybrid policy packs on a cell without devices (production, above); a
+  // packing score wants the tightest machine, which a small random sample of
+  // a large cell rarely holds. 0 = every feasible machine.
+  int32_t hybrid_pack_sample = 192;
   // A machine's cached score is kept while its free CPU and memory moved by
   // less than this fraction of its capacity ("ignoring small changes").
   double small_change = 0.02;

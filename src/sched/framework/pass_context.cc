@@ -14,6 +14,7 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
     : state_(state), options_(options), now_ms_(now_ms) {
   views_.reserve(state.machines().size());
   double cap_cpu = 0, cap_mem = 0, req_cpu = 0, req_mem = 0;
+  double run_prod_cpu = 0, run_nonprod_cpu = 0, pend_prod_cpu = 0, pend_nonprod_cpu = 0;
   for (const cell::Machine* m : state.machines()) {
     MachineView v;
     v.machine = m;
@@ -34,6 +35,8 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
       v.devices.PlaceAll(std::move(on));
       max_device_capacity_ = std::max(max_device_capacity_, v.devices.Capacity());
     }
+    run_prod_cpu += static_cast<double>(m->prod_cpu());
+    run_nonprod_cpu += static_cast<double>(m->nonprod_cpu());
     if (m->state() == v1::Machine::UP) {
       cap_cpu += static_cast<double>(m->capacity().cpu_millis);
       cap_mem += static_cast<double>(m->capacity().memory_bytes);
@@ -72,6 +75,7 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
     if (t->in_alloc()) continue;  // its alloc holds its resources
     req_cpu += static_cast<double>(t->resources().cpu_millis);
     req_mem += static_cast<double>(t->resources().memory_bytes);
+    (IsProd(t->priority()) ? pend_prod_cpu : pend_nonprod_cpu) += static_cast<double>(t->resources().cpu_millis);
     count_shape(t);
     if (t->job() == last) continue;
     last = t->job();
@@ -81,6 +85,8 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
     shape_ = (req_cpu / cap_cpu) / (req_mem / cap_mem);
   }
   if (options.stranding_shape > 0) shape_ = options.stranding_shape;
+  const double all_cpu = run_prod_cpu + run_nonprod_cpu + pend_prod_cpu + pend_nonprod_cpu;
+  if (all_cpu > 0) nonprod_cpu_share_ = (run_nonprod_cpu + pend_nonprod_cpu) / all_cpu;
   if (devices) {
     // The running tasks are the rest of the workload (only on cells with
     // devices: this walks every task once per pass).

@@ -101,6 +101,17 @@ class PassContext {
   // notion of a typical task shape), normalised by capacity.
   double shape_cpu_per_mem() const { return shape_; }
 
+  // Non-production work's share of the CPU the cell's work asks for (running
+  // tasks' limits and pending tasks' requests).
+  double nonprod_cpu_share() const { return nonprod_cpu_share_; }
+  // Whether the hybrid policy packs `c` rather than spreading it: on a cell
+  // whose tasks ask for devices (GPUs), every class; else production classes
+  // while non-production work is under Options::hybrid_pack_below of the
+  // CPU asked for.
+  bool HybridPacks(const TaskClass& c) const {
+    return !extended_shapes_.empty() || (c.prod && nonprod_cpu_share_ < options_.hybrid_pack_below);
+  }
+
   // When the cell has devices (GPUs...) and some task asks for them: the
   // most common task shapes of the workload (running and pending tasks,
   // those without devices included), with their share of its tasks -- the
@@ -147,6 +158,7 @@ class PassContext {
   absl::flat_hash_set<const cell::Task*> evicted_;
   Reservations reservations_;
   double shape_ = 1.0;
+  double nonprod_cpu_share_ = 0;
   std::vector<ExtendedShape> extended_shapes_;
   int64_t max_device_capacity_ = 0;
 };

@@ -1,6 +1,8 @@
 #include "sched/framework/reserve.h"
 
 #include <algorithm>
+#include <functional>
+#include <utility>
 #include <limits>
 #include <map>
 
@@ -204,32 +206,42 @@ void Reservations::Replan(std::vector<MachineView>& views) {
     for (int32_t s : gr.shapes) {
       const Shape& sh = shapes_[static_cast<size_t>(s)];
       int64_t left = sh.pending;
-      while (left > 0) {
-        // Best fit: the machine left fullest (mean CPU and memory share).
-        int32_t best = -1;
+      if (left <= 0) continue;
+      // Best fit: the machine left fullest (mean CPU and memory share left
+      // after one task), the first home on ties. Only a machine the plan
+      // fills changes, so each home is ranked once per shape and again only
+      // after the plan placed on it -- a heap, not a scan of every home per
+      // placement (that scan was half of an online pass on an evenly
+      // filled cell: thousands of homes, one or two tasks fitting on each).
+      auto rank = [&](int32_t m, int64_t* fit) {
+        const MachineView& v = views[static_cast<size_t>(m)];
+        const Scratch* sc = get(m);
+        const ResourceVector& fp = sc != nullptr ? sc->free_prod : v.free_prod;
+        const ResourceVector& fn = sc != nullptr ? sc->free_nonprod : v.free_nonprod;
+        const ResourceVector& free = sh.prod ? fp : fn;
+        *fit = FitCount(sh.need(), free, sc != nullptr ? sc->devices : v.devices);
+        const ResourceVector& cap = v.machine->capacity();
+        auto rest = [](int64_t f, int64_t need, int64_t c) {
+          return c > 0 ? static_cast<double>(f - need) / static_cast<double>(c) : 0.0;
+        };
+        return rest(free.cpu_millis, sh.need().cpu_millis, cap.cpu_millis) +
+               rest(free.memory_bytes, sh.need().memory_bytes, cap.memory_bytes);
+      };
+      using Ranked = std::pair<double, size_t>;  // (share left, position in homes)
+      std::vector<Ranked> heap;
+      for (size_t i = 0; i < gr.homes.size(); ++i) {
+        int64_t fit = 0;
+        const double l = rank(gr.homes[i], &fit);
+        if (fit > 0) heap.push_back({l, i});
+      }
+      std::make_heap(heap.begin(), heap.end(), std::greater<>());
+      while (left > 0 && !heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+        const size_t pos = heap.back().second;
+        heap.pop_back();
+        const int32_t best = gr.homes[pos];
         int64_t best_fit = 0;
-        double best_left = std::numeric_limits<double>::infinity();
-        for (int32_t m : gr.homes) {
-          const MachineView& v = views[static_cast<size_t>(m)];
-          const Scratch* sc = get(m);
-          const ResourceVector& fp = sc != nullptr ? sc->free_prod : v.free_prod;
-          const ResourceVector& fn = sc != nullptr ? sc->free_nonprod : v.free_nonprod;
-          const ResourceVector& free = sh.prod ? fp : fn;
-          const int64_t fit = FitCount(sh.need(), free, sc != nullptr ? sc->devices : v.devices);
-          if (fit == 0) continue;
-          const ResourceVector& cap = v.machine->capacity();
-          auto rest = [](int64_t f, int64_t need, int64_t c) {
-            return c > 0 ? static_cast<double>(f - need) / static_cast<double>(c) : 0.0;
-          };
-          const double l = rest(free.cpu_millis, sh.need().cpu_millis, cap.cpu_millis) +
-                           rest(free.memory_bytes, sh.need().memory_bytes, cap.memory_bytes);
-          if (l < best_left) {
-            best_left = l;
-            best = m;
-            best_fit = fit;
-          }
-        }
-        if (best < 0) break;  // the rest of this shape does not fit: not planned
+        rank(best, &best_fit);
         const MachineView& v = views[static_cast<size_t>(best)];
         auto [it, fresh] = scratch.try_emplace(best);
         if (fresh) it->second = Scratch{v.free_prod, v.free_nonprod, v.devices};
@@ -252,6 +264,14 @@ void Reservations::Replan(std::vector<MachineView>& views) {
           p.push_back({s, placed});
         }
         left -= placed;
+        if (left > 0) {
+          int64_t fit = 0;
+          const double l = rank(best, &fit);
+          if (fit > 0) {
+            heap.push_back({l, pos});
+            std::push_heap(heap.begin(), heap.end(), std::greater<>());
+          }
+        }
       }
     }
   }

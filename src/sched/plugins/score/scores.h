@@ -17,8 +17,9 @@ namespace herd::sched {
 //    free CPU that a task of the cell's typical CPU:memory shape could not use
 //    for lack of memory, or the reverse (Borg §3.2: "reduce the amount of
 //    stranded resources"). See docs/scheduler.md for how the three compare;
-//  hybrid on a cell with devices (GPUs) -- FGD's growth of the devices'
-//    expected fragmentation first, the above as tie-break;
+//  hybrid on a cell with devices (GPUs), and for production work where it
+//    is (nearly) the whole workload -- scores as pack does
+//    (PassContext::HybridPacks);
 //  k8s       -- kube-scheduler's default: least allocated + balanced;
 //  pack      -- best fit over every resource the machine has plus the
 //    stranding term plus, for extended resources (GPUs), the growth of the

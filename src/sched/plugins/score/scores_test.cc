@@ -75,12 +75,48 @@ TEST_F(ScoresTest, PackIsBestFitThatAvoidsStranding) {
   PackingScore best(PackingPolicy::kBestFit), pack(PackingPolicy::kPack), hybrid(PackingPolicy::kHybrid);
   EXPECT_GT(S(pack, c, "half"), S(pack, c, "empty"));
   EXPECT_LT(S(hybrid, c, "half"), S(hybrid, c, "empty"));  // E-PVM's cost spreads non-production work
+  // and, in this cell of non-production work, production too (it packs
+  // production only where production is the work: next test).
   TaskClass prod = Class(JobBuilder("p").Priority(200).Cpu(100).Memory(900LL << 20).Build());
-  EXPECT_GT(S(hybrid, prod, "half"), S(hybrid, prod, "empty"));  // and packs production
+  EXPECT_FALSE(ctx_->HybridPacks(prod));
+  EXPECT_LT(S(hybrid, prod, "half"), S(hybrid, prod, "empty"));
   EXPECT_GT(S(best, c, "lopsided"), S(best, c, "balanced"));
   EXPECT_LT(S(pack, c, "lopsided"), S(pack, c, "balanced"));
   EXPECT_GE(S(pack, c, "empty"), 0.0);
   EXPECT_LE(S(pack, c, "half"), 100.0);
+}
+
+TEST_F(ScoresTest, HybridPacksProductionOnlyWhereItIsTheWork) {
+  Apply(Register(MachineBuilder("empty").Cpu(4000).Memory(4LL << 30).Build()));
+  Apply(Register(MachineBuilder("half").Cpu(4000).Memory(4LL << 30).Build()));
+  Place("filler", 200, 2000, 2LL << 30, "half");
+  PackingScore hybrid(PackingPolicy::kHybrid);
+  // Production only (2,000 running + 100 pending millicores): packed, like best fit.
+  TaskClass prod = Class(JobBuilder("p").Priority(200).Cpu(100).Memory(512LL << 20).Build());
+  EXPECT_DOUBLE_EQ(ctx_->nonprod_cpu_share(), 0.0);
+  EXPECT_TRUE(ctx_->HybridPacks(prod));
+  EXPECT_GT(S(hybrid, prod, "half"), S(hybrid, prod, "empty"));
+  // Non-production work pending: 10 x 50 of 2,600 millicores (19%), over
+  // the default 10%: production is spread by E-PVM like the rest.
+  Apply(Submit(JobBuilder("batch").Tasks(10).Priority(100).Cpu(50).Memory(64LL << 20).Build()));
+  prod = Class(JobBuilder("p").Priority(200).Cpu(100).Memory(512LL << 20).Build());
+  EXPECT_NEAR(ctx_->nonprod_cpu_share(), 500.0 / 2600.0, 1e-9);
+  EXPECT_FALSE(ctx_->HybridPacks(prod));
+  EXPECT_LT(S(hybrid, prod, "half"), S(hybrid, prod, "empty"));
+  // The threshold is an option: above the share, production packs again;
+  // 0 never packs it, even alone. Non-production work is never packed.
+  options_.hybrid_pack_below = 0.25;
+  prod = Class(JobBuilder("p").Priority(200).Cpu(100).Memory(512LL << 20).Build());
+  EXPECT_TRUE(ctx_->HybridPacks(prod));
+  EXPECT_GT(S(hybrid, prod, "half"), S(hybrid, prod, "empty"));
+  TaskClass batch = Class(JobBuilder("batch").Tasks(10).Priority(100).Cpu(50).Memory(64LL << 20).Build());
+  EXPECT_FALSE(ctx_->HybridPacks(batch));
+  options_.hybrid_pack_below = 0;
+  Apply(Kill("alice/batch"));
+  prod = Class(JobBuilder("p").Priority(200).Cpu(100).Memory(512LL << 20).Build());
+  EXPECT_DOUBLE_EQ(ctx_->nonprod_cpu_share(), 0.0);
+  EXPECT_FALSE(ctx_->HybridPacks(prod));
+  EXPECT_LT(S(hybrid, prod, "half"), S(hybrid, prod, "empty"));
 }
 
 TEST_F(ScoresTest, PackFillsGpuFragmentsRatherThanMakingThem) {
