@@ -435,18 +435,20 @@ absl::StatusOr<std::vector<UsageProfile>> ReadUsageProfiles(const std::string& p
     if (f.size() != 7) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": ", f.size(), " fields, want 7"));
     }
-    int64_t t, index, cpu, mem, cpu_lim, mem_lim;
-    if (!absl::SimpleAtoi(f[0], &t) || !absl::SimpleAtoi(f[2], &index) || !absl::SimpleAtoi(f[3], &cpu) ||
-        !absl::SimpleAtoi(f[4], &mem) || !absl::SimpleAtoi(f[5], &cpu_lim) || !absl::SimpleAtoi(f[6], &mem_lim)) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ":", n, ": time_ms, task_index and the figures must be integers"));
+    int64_t t, index;
+    double cpu, mem, cpu_lim, mem_lim;  // the history's averages are not whole numbers
+    if (!absl::SimpleAtoi(f[0], &t) || !absl::SimpleAtoi(f[2], &index) || !absl::SimpleAtod(f[3], &cpu) ||
+        !absl::SimpleAtod(f[4], &mem) || !absl::SimpleAtod(f[5], &cpu_lim) || !absl::SimpleAtod(f[6], &mem_lim) ||
+        !std::isfinite(cpu) || !std::isfinite(mem) || !std::isfinite(cpu_lim) || !std::isfinite(mem_lim)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", n, ": time_ms and task_index must be integers, the figures numbers"));
     }
     if (cpu < 0 || mem < 0 || cpu_lim <= 0 || mem_lim <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ":", n, ": usage must not be negative and limits must be positive"));
     }
     const std::string name = absl::StrCat(f[1], "/", index);
-    samples[name].push_back({t, {std::min(1.0, static_cast<double>(cpu) / static_cast<double>(cpu_lim)),
-                                 std::min(1.0, static_cast<double>(mem) / static_cast<double>(mem_lim))}});
+    samples[name].push_back({t, {std::min(1.0, cpu / cpu_lim), std::min(1.0, mem / mem_lim)}});
   }
   std::vector<UsageProfile> out;
   for (auto& [name, v] : samples) {

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+
+#include <gmock/gmock.h>
+#include "absl/strings/str_cat.h"
 
 #include "sim/experiments/sources.h"
 #include "testing/builders.h"
@@ -102,6 +106,47 @@ TEST(Experiments, BucketingAndReclamation) {
   auto recl = RunReclamation(w, Opts());
   ASSERT_TRUE(recl.ok()) << recl.status();
   EXPECT_GT(Result(*recl, "machines_saved_pct_p90"), 0);
+}
+
+TEST(Experiments, ReclamationWithRecordedUsage) {
+  const std::string dir = ::testing::TempDir();
+  const std::string good = dir + "/usage.csv", bad = dir + "/bad.csv";
+  {
+    // Two tasks, 20 minutes of samples every 10 s: one idle at 10% of its
+    // limits, one busy at 90%.
+    std::ofstream out(good);
+    out << "time_ms,job,task_index,cpu_millis,memory_bytes,cpu_limit_millis,memory_limit_bytes\n";
+    for (int64_t t = 0; t <= 20 * 60'000; t += 10'000) {
+      out << t << ",a/idle,0,100.5,107374182.4,1000,1073741824\n";
+      out << t << ",a/busy,0,900,966367641,1000,1073741824\n";
+    }
+  }
+  auto p = ReadUsageProfiles(good);
+  ASSERT_TRUE(p.ok()) << p.status();
+  ASSERT_EQ(p->size(), 2u);
+  EXPECT_EQ((*p)[1].name, "a/idle/0");
+  EXPECT_NEAR((*p)[1].cpu[0], 0.1005, 1e-9);
+  auto f = RunReclamationWithUsage(Toy(), Opts(), *p);
+  ASSERT_TRUE(f.ok()) << f.status();
+  // Every estimator reclaims something from the idle profile and none from
+  // the busy one beyond its margin; usage never rises, so never over.
+  for (const char* e : {"baseline", "medium", "aggressive", "histogram"}) {
+    EXPECT_GE(Result(*f, absl::StrCat(e, "_machines_saved_pct_p90")), 0) << e;
+    EXPECT_EQ(Result(*f, absl::StrCat(e, "_over_reservation_pct")), 0) << e;
+    EXPECT_LE(Result(*f, absl::StrCat(e, "_machines_p90")), Result(*f, "off_machines_p90")) << e;
+  }
+  EXPECT_LT(Result(*f, "aggressive_machines_p90"), Result(*f, "off_machines_p90"));
+
+  auto write = [&](const std::string& text) { std::ofstream(bad) << text; };
+  write("time,job\n");
+  EXPECT_THAT(std::string(ReadUsageProfiles(bad).status().message()), ::testing::HasSubstr("bad.csv:1: the header"));
+  write("time_ms,job,task_index,cpu_millis,memory_bytes,cpu_limit_millis,memory_limit_bytes\n1,a/x,0,5,5,0,5\n");
+  EXPECT_THAT(std::string(ReadUsageProfiles(bad).status().message()), ::testing::HasSubstr("bad.csv:2: usage must"));
+  write("time_ms,job,task_index,cpu_millis,memory_bytes,cpu_limit_millis,memory_limit_bytes\n1,a/x,zero,5,5,5,5\n");
+  EXPECT_THAT(std::string(ReadUsageProfiles(bad).status().message()), ::testing::HasSubstr("bad.csv:2: time_ms"));
+  write("time_ms,job,task_index,cpu_millis,memory_bytes,cpu_limit_millis,memory_limit_bytes\n");
+  EXPECT_THAT(std::string(ReadUsageProfiles(bad).status().message()), ::testing::HasSubstr("no usage rows"));
+  EXPECT_EQ(ReadUsageProfiles(dir + "/nonexistent.csv").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(Experiments, SourcesParseAndValidate) {
