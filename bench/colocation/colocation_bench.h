@@ -4,7 +4,10 @@
 //
 //   1. alone:         an LS HTTP server (`herd bench ls-server`, a
 //                     production job) driven at a fixed rate by wrk over
-//                     loopback; its p99, and the machine's idle CPU;
+//                     loopback (at nice -10 as root: the client stands for
+//                     one elsewhere); its p99, and the machine's idle CPU;
+//                     measured again after phase 3's batch is killed, and
+//                     the two averaged;
 //   2. uncontrolled:  the same with batch hogs (stress-ng, a batch job) on
 //                     a cell whose agent runs with --colocation=false (no LS
 //                     priority over batch, no batch box, no interference
@@ -28,11 +31,13 @@ struct ColocationBenchOptions {
   double rate = 500;         // requests a second, all connections together
   int connections = 4;
   int64_t work_us = 500;     // CPU each request costs the server
-  // The server's CPU request (whole cores: pinned where control is on).
+  // The server's CPU request: a whole core, so where control is on it gets
+  // a core of its own (CPU pinning), as seed 004 and Heracles run LS work.
   // Batch is placed against its reservation, which starts at this limit:
-  // the batch tasks' requests fit in what is left.
-  std::string ls_cpu = "500m";
-  int batch_tasks = 3;
+  // the batch tasks' requests fit in what is left. (--ls-cpu 500m
+  // --batch-tasks 3: an LS server sharing cores with batch; docs/benchmarks.md.)
+  std::string ls_cpu = "1";
+  int batch_tasks = 2;
   std::string batch_cpu = "500m";  // each batch task's CPU request (its quota)
   int batch_workers = 1;           // stress-ng --cpu workers per batch task
   std::string herd;             // the herd binary (default: this one)

@@ -655,8 +655,11 @@ InterferenceSample CgroupExtension::InterferenceSignalsLocked(const std::vector<
         out.throttled_run = r.spec.run_id();
       }
       // Throttled by its own quota, its threads count as waiting (and wait
-      // more after each throttle): its delay says nothing about batch.
-      if (throttled <= kThrottledIgnoresDelay) {
+      // more after each throttle): its delay says nothing about batch. Nor
+      // does a pinned run's: batch never runs on its CPUs, so what it waits
+      // for is its own threads (or processes Herd does not run).
+      const bool pinned = cpu_ != nullptr && !cpu_->CpusetOf(r.spec.run_id()).empty();
+      if (throttled <= kThrottledIgnoresDelay && !pinned) {
         const int64_t waited = delay - info.ctl_delay_ns - (s->cpu_throttled_ns - info.ctl_throttled_ns);
         const double delay_share = static_cast<double>(std::max<int64_t>(0, waited)) / wall_ns;
         if (delay_share > out.runq_delay_share) {
