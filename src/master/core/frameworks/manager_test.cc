@@ -23,6 +23,7 @@ class ManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     MasterOptions o;
+    if (policy_) o.authorizer = std::make_shared<CellPolicy>();
     o.run_scheduler = false;  // only the frameworks place tasks here
     o.run_link = false;
     auto core = MasterCore::Create(&store_, &link_, &clock_, o);
@@ -108,6 +109,7 @@ class ManagerTest : public ::testing::Test {
     ASSERT_TRUE(st[0].ok()) << st[0];
   }
 
+  bool policy_ = false;  // the cell's real policy instead of allow-all
   ManualClock clock_;
   ManagerOptions opts_;
   store::MemoryLogStore store_;
@@ -319,7 +321,7 @@ TEST_F(ManagerTest, NoOverCommitWhenTheMachineFilledMeanwhile) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->statuses(0).state(), v1::TASK_ERROR);
   EXPECT_NE(r->statuses(0).message().find("offer no longer valid"), std::string::npos) << r->statuses(0).message();
-  EXPECT_EQ(Job(FrameworkManager::JobName(f.framework_id, "big")), nullptr);
+  EXPECT_EQ(Job("alice/" + FrameworkManager::JobName(f.framework_id, "big")), nullptr);
   core_->committer().Read([&](const cell::CellState& s) {
     EXPECT_LE(s.FindMachine("m1")->allocated().cpu_millis, 1000);
     return 0;
@@ -372,6 +374,70 @@ TEST_F(ManagerTest, SubmitRefusesFrameworkLabels) {
   auto r = core_->jobs().Submit(Principal::User("bob"), sub);
   ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("herd.framework"), std::string::npos) << r.status();
+}
+
+class ManagerPolicyTest : public ManagerTest {
+ protected:
+  void SetUp() override {
+    policy_ = true;
+    ManagerTest::SetUp();
+  }
+};
+
+// Under the cell's policy a framework acts as its user: another user can
+// neither register as that user nor touch its framework (every call asks
+// the Authorizer); an admin can.
+TEST_F(ManagerPolicyTest, OnlyItsUserOrAnAdminActsForAFramework) {
+  AddMachine("m1", 4000, 8 * kGi);
+  v1::SubscribeRequest as_alice;
+  as_alice.mutable_framework()->set_name("x");
+  as_alice.mutable_framework()->set_user("alice");
+  EXPECT_EQ(mgr_->Subscribe(Principal::User("bob"), as_alice).status().code(), absl::StatusCode::kPermissionDenied);
+  auto f = Subscribe("alice", "mine");
+  Round();
+  auto offers = Offers(Drain(f));
+  ASSERT_EQ(offers.size(), 1u);
+  const Principal bob = Principal::User("bob");
+  auto bob_accept = Accept("bob", offers[0], "t", 100, 64 << 20);
+  EXPECT_EQ(bob_accept.status().code(), absl::StatusCode::kPermissionDenied);
+  v1::DeclineRequest d;
+  d.set_framework_id(f.framework_id);
+  EXPECT_EQ(mgr_->Decline(bob, d).status().code(), absl::StatusCode::kPermissionDenied);
+  v1::KillTaskRequest k;
+  k.set_framework_id(f.framework_id);
+  k.set_task_id("t");
+  EXPECT_EQ(mgr_->KillTask(bob, k).status().code(), absl::StatusCode::kPermissionDenied);
+  v1::AcknowledgeRequest a;
+  a.set_framework_id(f.framework_id);
+  EXPECT_EQ(mgr_->Acknowledge(bob, a).status().code(), absl::StatusCode::kPermissionDenied);
+  v1::ReconcileRequest r;
+  r.set_framework_id(f.framework_id);
+  EXPECT_EQ(mgr_->Reconcile(bob, r).status().code(), absl::StatusCode::kPermissionDenied);
+  v1::TeardownRequest t;
+  t.set_framework_id(f.framework_id);
+  EXPECT_EQ(mgr_->Teardown(bob, t).status().code(), absl::StatusCode::kPermissionDenied);
+  v1::SubscribeRequest steal;
+  steal.mutable_framework()->set_id(f.framework_id);
+  EXPECT_EQ(mgr_->Subscribe(bob, steal).status().code(), absl::StatusCode::kPermissionDenied);
+  // The offer is still alice's to use; an admin may act for her.
+  auto ok = mgr_->Accept(Principal::User("alice"), [&] {
+    v1::AcceptRequest req;
+    req.set_framework_id(f.framework_id);
+    req.add_offer_ids(offers[0].id());
+    v1::FrameworkTask* task = req.add_tasks();
+    task->set_task_id("t");
+    task->add_argv("/bin/true");
+    task->mutable_resources()->set_cpu_millis(100);
+    task->mutable_resources()->set_memory_bytes(64 << 20);
+    return req;
+  }());
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->statuses(0).state(), v1::TASK_STAGING) << ok->statuses(0).message();
+  EXPECT_TRUE(mgr_->Reconcile(Principal::Admin("root"), r).ok());
+  EXPECT_TRUE(mgr_->Teardown(Principal::Admin("root"), t).ok());
+  const cell::Job* job = Job("alice/" + FrameworkManager::JobName(f.framework_id, "t"));
+  ASSERT_NE(job, nullptr);
+  EXPECT_EQ(job->state, v1::Job::DEAD);
 }
 
 // A new leader rebuilds the registry from the cell: the framework is known,
