@@ -204,13 +204,15 @@ void FrameworkManager::Loop() {
     }
     // Wake on the next change of the cell (a task's status may have
     // changed), or after the offer interval at the latest.
-    auto batch = committer_->WaitForMutations(seen, std::min<int64_t>(opts_.offer_interval_ms, 500), 10'000);
-    if (batch.ok() && !batch->empty()) {
-      seen = batch->back().revision();
-    } else if (!batch.ok()) {
-      seen = committer_->revision();
-    }
+    // One mutation is enough to know; then on from the head (a busy cell
+    // wakes this at most once per tick, not once per mutation).
+    auto batch = committer_->WaitForMutations(seen, std::min<int64_t>(opts_.offer_interval_ms, 500), 1);
+    const bool changed = batch.ok() && !batch->empty();
+    if (changed || !batch.ok()) seen = committer_->revision();
     Tick();
+    // Changes that come in a burst (an accept's, an agent's poll) are
+    // seen by one tick.
+    if (changed) absl::SleepFor(absl::Milliseconds(5));
   }
 }
 
