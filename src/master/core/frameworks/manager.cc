@@ -20,6 +20,7 @@ namespace {
 
 constexpr size_t kMaxTaskIdLength = 48;
 constexpr size_t kMaxFrameworkNameLength = 32;
+constexpr size_t kMaxFrameworkIdLength = 8;  // fits "fw-<id>-<task id>" in a job name
 constexpr size_t kMaxRoleLength = 64;
 constexpr size_t kMaxAttributeFilters = 64;
 constexpr int32_t kDefaultPriority = 100;  // the batch band's lowest
@@ -323,12 +324,19 @@ absl::StatusOr<FrameworkManager::Subscription> FrameworkManager::Subscribe(const
   const int64_t now = clock_->NowMs();
   absl::MutexLock l(&mu_);
   Framework* f = nullptr;
-  if (info.id().empty()) {
+  if (info.id().empty() || !fws_.contains(info.id())) {
     if (fws_.size() >= opts_.max_frameworks) {
       return absl::ResourceExhaustedError(absl::StrCat("the cell has ", fws_.size(), " frameworks, the most it takes"));
     }
-    std::string id;
-    do id = NewId(8); while (fws_.contains(id));
+    std::string id = info.id();
+    if (id.empty()) {
+      do id = NewId(8); while (fws_.contains(id));
+    } else {
+      // An id this leader does not know: the framework was registered with
+      // an earlier leader and had no live task to recover it from. It keeps
+      // its id (nothing of it is left to protect).
+      HERD_RETURN_IF_ERROR(CheckId("framework id", id, kMaxFrameworkIdLength));
+    }
     info.set_id(id);
     HERD_RETURN_IF_ERROR(alloc_.AddFramework(id, info.role()));
     f = &fws_[id];

@@ -440,6 +440,16 @@ TEST_F(ManagerPolicyTest, OnlyItsUserOrAnAdminActsForAFramework) {
   EXPECT_EQ(job->state, v1::Job::DEAD);
 }
 
+// A framework registered with an earlier leader and without live tasks is
+// unknown to this one: it subscribes again with its id and keeps it.
+TEST_F(ManagerTest, UnknownIdReRegistersWithIt) {
+  auto f = Subscribe("alice", "old", "0123abcd");
+  EXPECT_EQ(f.framework_id, "0123abcd");
+  v1::SubscribeRequest bad;
+  bad.mutable_framework()->set_id("much-too-long-an-id");
+  EXPECT_EQ(mgr_->Subscribe(Principal::User("alice"), bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 // A new leader rebuilds the registry from the cell: the framework is known,
 // disconnected, and holds what its live tasks use.
 TEST_F(ManagerTest, RecoveredFromTheCellOnTakeover) {
