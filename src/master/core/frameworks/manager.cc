@@ -432,6 +432,12 @@ absl::StatusOr<v1::AcceptResponse> FrameworkManager::Accept(const Principal& who
   // The offers: all this framework's, outstanding, on one machine.
   std::string machine;
   ResourceVector offered;
+  std::set<std::string> named;
+  for (const std::string& oid : req.offer_ids()) {
+    if (!named.insert(oid).second) {
+      return absl::InvalidArgumentError(absl::StrCat("offer ", oid.substr(0, 64), " is named twice"));
+    }
+  }
   for (const std::string& oid : req.offer_ids()) {
     auto it = offers_.find(oid);
     if (it == offers_.end() || it->second.framework != fid) {

@@ -354,6 +354,11 @@ TEST_F(ManagerTest, BadInputIsRefusedClearly) {
   EXPECT_NE(r->statuses(0).message().find("task_id"), std::string::npos);
   EXPECT_NE(r->statuses(1).message().find("argv"), std::string::npos);
   EXPECT_NE(r->statuses(2).message().find("more than the offers hold"), std::string::npos);
+  v1::AcceptRequest twice;
+  twice.set_framework_id(f.framework_id);
+  twice.add_offer_ids("same");
+  twice.add_offer_ids("same");
+  EXPECT_EQ(mgr_->Accept(Principal::User("alice"), twice).status().code(), absl::StatusCode::kInvalidArgument);
   v1::AcceptRequest many;
   many.set_framework_id(f.framework_id);
   many.add_offer_ids("x");
