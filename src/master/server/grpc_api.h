@@ -102,10 +102,12 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status WatchNames(grpc::ServerContext*, const v1::WatchNamesRequest*,
                           grpc::ServerWriter<v1::WatchNamesResponse>*) override;
 
+  // The caller, identified and within its rate (the Frameworks service
+  // admits its callers with this too).
+  absl::StatusOr<Principal> Admit(const grpc::ServerContext* ctx);
+
  private:
   absl::StatusOr<Principal> Caller(const grpc::ServerContext* ctx);
-  // The caller, identified and within its rate.
-  absl::StatusOr<Principal> Admit(const grpc::ServerContext* ctx);
   // Trailing metadata of every answer: the revision it was made at, and
   // whether a leader or a follower made it.
   void Stamp(grpc::ServerContext* ctx, int64_t revision) const;

@@ -19,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/log.h"
 #include "master/core/admission/audit.h"
+#include "master/server/frameworks_service.h"
 #include "master/server/grpc_api.h"
 #include "master/server/read_barrier.h"
 #include "master/history/recorder.h"
@@ -142,13 +143,26 @@ absl::StatusOr<std::unique_ptr<alerts::AlertManager>> MakeAlerts(const ServerOpt
 struct Api {
   std::unique_ptr<RateLimiter> limiter;
   std::unique_ptr<HerdService> service;
+  // The Framework API (issue #17): served by every master, answered by the
+  // leader's manager (StartFrameworks once this master leads).
+  std::unique_ptr<FrameworksService> frameworks_service;
+  std::unique_ptr<frameworks::FrameworkManager> frameworks;  // outlives the server's calls
   std::unique_ptr<grpc::Server> server;
   std::string bound;
   std::unique_ptr<web::WebUi> web;                 // with --metrics/--http; outlives the server below
   std::unique_ptr<metrics::MetricsServer> metrics;  // with --metrics
   std::unique_ptr<DnsServer> dns;                  // with --dns
 
+  // This master leads: the registry is rebuilt from the cell, offers start.
+  void StartFrameworks(MasterCore* core) {
+    frameworks = std::make_unique<frameworks::FrameworkManager>(&core->committer(), RealClock::Get(),
+                                                               &core->options());
+    frameworks->Start();
+    frameworks_service->SetManager(frameworks.get());
+  }
+
   void Stop() {
+    if (frameworks) frameworks->Stop();  // ends the frameworks' streams before the server waits for them
     metrics.reset();  // before the core its gauges read goes
     dns.reset();
     if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -246,6 +260,8 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
   api.limiter = std::make_unique<RateLimiter>(
       RealClock::Get(), RateLimiter::Options{.per_second = options.user_rate, .burst = 2 * options.user_rate});
   api.service = std::make_unique<HerdService>(core, api.limiter.get(), forwarder);
+  api.frameworks_service = std::make_unique<FrameworksService>(
+      [service = api.service.get()](const grpc::ServerContext* ctx) { return service->Admit(ctx); });
   api.service->SetReadBarrier(std::move(read_barrier));
   api.service->SetHistory(history->db.get());
   api.service->SetAlerts(alerts);
@@ -273,7 +289,8 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
     api.metrics = std::move(*metrics);
     api.service->SetHttp(api.metrics->address());
   }
-  auto server = rpc::StartServer(options.listen, {api.service.get()}, *options.core.credential, &api.bound);
+  auto server = rpc::StartServer(options.listen, {api.service.get(), api.frameworks_service.get()},
+                                  *options.core.credential, &api.bound);
   if (!server.ok()) {
     api.Stop();
     return server.status();
@@ -314,6 +331,7 @@ int Serve(const ServerOptions& options, MasterCore* core, History* history, aler
   }
   core->Start();
   alerts->Start(&core->committer());
+  api->StartFrameworks(core);
   HERD_LOG_INFO("master of cell '{}' listening on {} (store {}, recovered in {:.1f} ms, scheduler {})",
                 options.core.cell_name, api->bound, store_name, recover_ms,
                 options.core.run_scheduler ? "internal" : "external: placements come from 'herd scheduler'");
@@ -527,6 +545,7 @@ int RunReplica(ServerOptions options, History* history, alerts::AlertManager* al
   }
   (*core)->Start();
   alerts->Start(&(*core)->committer());  // the leader evaluates the alarms
+  api->StartFrameworks(core->get());     // and offers to the frameworks
   forwarder.SetPromoted();  // changes waiting here are served here now
   const double takeover_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - won_at).count();
   HERD_LOG_INFO("won the leader lease; took over in {:.1f} ms (followed for {:.1f} s); leading cell '{}' on {}",

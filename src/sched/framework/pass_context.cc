@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "base/framework_labels.h"
 #include "absl/strings/str_cat.h"
 #include "base/priority.h"
 #include "cell/constraints.h"
@@ -73,6 +74,7 @@ PassContext::PassContext(const cell::CellState& state, const Options& options, i
   };
   for (const cell::Task* t : state.pending()) {
     if (t->in_alloc()) continue;  // its alloc holds its resources
+    if (IsFrameworkTask(t->job()->spec.labels())) continue;  // its framework places it
     req_cpu += static_cast<double>(t->resources().cpu_millis);
     req_mem += static_cast<double>(t->resources().memory_bytes);
     (IsProd(t->priority()) ? pend_prod_cpu : pend_nonprod_cpu) += static_cast<double>(t->resources().cpu_millis);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/framework_labels.h"
 #include "absl/strings/str_cat.h"
 #include "base/priority.h"
 #include "cell/constraints.h"
@@ -123,6 +124,9 @@ void PendingQueue::LoadGroup() {
   const int32_t prio = (*it_)->priority();
   std::map<std::string, size_t> index;
   for (; it_ != end_ && (*it_)->priority() == prio; ++it_) {
+    // A framework's task is placed only by its framework (an accepted
+    // offer, docs/frameworks.md): the built-in scheduler leaves it alone.
+    if (IsFrameworkTask((*it_)->job()->spec.labels())) continue;
     const std::string& user = (*it_)->job()->spec.user();
     auto [pos, added] = index.try_emplace(user, group_.size());
     if (added) {

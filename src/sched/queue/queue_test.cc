@@ -52,6 +52,22 @@ TEST(Queue, DrfOnTheMesosExample) {
   EXPECT_EQ(n["userb"], 2);
 }
 
+// A framework's pending task (label herd.framework, issue #17) is placed only
+// by its framework: the built-in scheduler neither queues nor places it,
+// while the other jobs go on as before.
+TEST(Queue, FrameworkTasksAreLeftToTheirFramework) {
+  cell::CellState s;
+  ASSERT_TRUE(s.Apply(Register(MachineBuilder("m").Cpu(8000).Memory(16LL << 30).Build())).ok());
+  v1::JobSpec fw = JobBuilder("fw-1-t", "alice").Tasks(1).Cpu(100).Memory(64 << 20).Build();
+  (*fw.mutable_labels())["herd.framework"] = "0123abcd";
+  ASSERT_TRUE(s.Apply(Submit(fw)).ok());
+  ASSERT_TRUE(s.Apply(Submit(JobBuilder("plain", "bob").Tasks(2).Cpu(100).Memory(64 << 20).Build())).ok());
+  EXPECT_EQ(Names(OrderPending(s, 0)), (std::vector<std::string>{"bob/plain/0", "bob/plain/1"}));
+  auto n = PlacedPerUser(s, QueueOrder::kRoundRobin);
+  EXPECT_EQ(n["alice"], 0);
+  EXPECT_EQ(n["bob"], 2);
+}
+
 // The seed's larger example, where DRF and round-robin differ: 100 CPUs and
 // 100 GB; F1 <4 CPU, 1 GB>, F2 <1 CPU, 8 GB>. DRF: F1 20 tasks, F2 10.
 TEST(Queue, DrfDiffersFromRoundRobin) {

@@ -5,6 +5,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "base/framework_labels.h"
 #include "base/ids.h"
 #include "base/status.h"
 #include "cell/batch.h"
@@ -38,24 +40,44 @@ void AddBatchInfo(const cell::CellState& s, const cell::Job& j, v1::Job* out) {
 
 }  // namespace
 
+absl::Status PrepareSpec(const ApiContext& ctx, const Principal& who, v1::JobSpec* spec, bool framework_task) {
+  if (spec->user().empty()) spec->set_user(who.user());
+  spec::NormalizeAfter(spec);
+  HERD_RETURN_IF_ERROR(
+      ctx.Authorize(who, Action::kSubmitJob, Resource{JobId(spec->user(), spec->name()), spec->user(), ""}));
+  // By default tasks run as the unprivileged account the agent maps their
+  // owner to; choosing a machine account (root above all) is a capability.
+  if (const std::string& account = spec->task().isolation().user(); !account.empty()) {
+    HERD_RETURN_IF_ERROR(ctx.Authorize(
+        who, Action::kRunTaskAs, Resource{JobId(spec->user(), spec->name()), spec->user(), "", account}));
+  }
+  std::vector<std::string> problems;
+  if (!framework_task) {
+    // The built-in scheduler leaves a framework's tasks alone: a job that
+    // claimed to be one would wait forever.
+    for (const auto& [k, v] : spec->labels()) {
+      if (absl::StartsWith(k, kFrameworkLabelPrefix)) {
+        problems.push_back(absl::StrCat("labels.", k, ": labels herd.framework* are set by the Framework API only"));
+      }
+    }
+  }
+  if (absl::Status st = spec::Validate(*spec); !st.ok()) problems.push_back(std::string(st.message()));
+  if (!problems.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job ", spec->user(), "/", spec->name(), ": ", absl::StrJoin(problems, "\n")));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v1::SubmitRequest& req) {
   if (req.jobs().empty()) return absl::InvalidArgumentError("nothing to submit: no jobs");
   // Authorization and validation need no state: both outside the lock.
   std::vector<v1::JobSpec> specs;
   std::vector<std::string> problems;
   for (v1::JobSpec spec : req.jobs()) {
-    if (spec.user().empty()) spec.set_user(who.user());
-    spec::NormalizeAfter(&spec);
-    HERD_RETURN_IF_ERROR(
-        ctx_.Authorize(who, Action::kSubmitJob, Resource{JobId(spec.user(), spec.name()), spec.user(), ""}));
-    // By default tasks run as the unprivileged account the agent maps their
-    // owner to; choosing a machine account (root above all) is a capability.
-    if (const std::string& account = spec.task().isolation().user(); !account.empty()) {
-      HERD_RETURN_IF_ERROR(ctx_.Authorize(
-          who, Action::kRunTaskAs, Resource{JobId(spec.user(), spec.name()), spec.user(), "", account}));
-    }
-    if (absl::Status st = spec::Validate(spec); !st.ok()) {
-      problems.push_back(absl::StrCat("job ", spec.user(), "/", spec.name(), ": ", st.message()));
+    if (absl::Status st = PrepareSpec(ctx_, who, &spec); !st.ok()) {
+      if (st.code() != absl::StatusCode::kInvalidArgument) return st;
+      problems.push_back(std::string(st.message()));
     }
     specs.push_back(std::move(spec));
   }

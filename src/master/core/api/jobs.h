@@ -13,6 +13,15 @@
 
 namespace herd::master {
 
+// What Submit checks of each spec before it looks at the state (shared with
+// the Framework API, which submits a job per framework task): a spec
+// without a user is the caller's; normalizes it; the caller must be allowed
+// to submit it (kSubmitJob) and to run as its isolation.user (kRunTaskAs);
+// the spec must validate. Labels herd.framework* are the Framework API's:
+// refused unless `framework_task`.
+absl::Status PrepareSpec(const ApiContext& ctx, const Principal& who, v1::JobSpec* spec,
+                         bool framework_task = false);
+
 class JobsApi {
  public:
   explicit JobsApi(const ApiContext& ctx) : ctx_(ctx) {}

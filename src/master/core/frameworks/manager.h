@@ -1,0 +1,181 @@
+// The framework manager (issue #17; the Mesos paper, seed 002): the
+// leader's registry of frameworks, their offers and their tasks, behind the
+// gRPC Framework API (proto/herd/v1/frameworks.proto, docs/frameworks.md).
+//
+// Every offer interval an allocation round computes each UP, undrained
+// machine's slack from the cell state (capacity minus the limits of every
+// task placed there, minus what is offered and not answered yet) and lets
+// the DrfAllocator hand it out; offers go to the frameworks' event streams.
+// An offer not answered within the offer timeout is rescinded, as are all
+// of a framework's offers when its stream ends. A framework task is a
+// one-task Herd job (labels herd.framework*, base/framework_labels.h) that
+// Accept commits together with its placement (Committer::Commit: all or
+// nothing, checked against the same ledger the built-in scheduler uses, so
+// neither can over-commit a machine). Task statuses are derived from the
+// cell state after each change, each with a uuid, and re-sent until
+// acknowledged. A disconnected framework keeps its tasks for its failover
+// timeout; then they are killed and it is removed. On takeover a new leader
+// rebuilds the registry (inactive, disconnected now) from the live
+// framework jobs' labels.
+//
+// Thread-safe. Tick() does one step of the work; Start() runs it on a
+// thread (after each change to the cell, at least every offer interval).
+// Tests drive Tick() with a ManualClock.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "herd/v1/frameworks.pb.h"
+#include "master/core/api/context.h"
+#include "master/core/frameworks/allocator.h"
+
+namespace herd::master::frameworks {
+
+struct ManagerOptions {
+  int64_t offer_interval_ms = 1'000;
+  int64_t offer_timeout_ms = 30'000;
+  int64_t default_failover_ms = 60'000;
+  int64_t max_failover_ms = 7 * 86'400'000ll;
+  int64_t heartbeat_ms = 15'000;
+  int64_t resend_ms = 10'000;        // unacknowledged updates are sent again this often
+  int64_t default_refuse_ms = 5'000; // a decline without refuse_ms
+  int64_t max_refuse_ms = 86'400'000;
+  size_t max_tasks_per_accept = 256;
+  size_t max_offers_per_call = 1'024;
+  size_t max_frameworks = 1'000;
+  size_t max_tasks_per_framework = 100'000;
+  size_t max_queue = 100'000;  // events waiting on one stream before it is cut
+};
+
+// One subscription's events, in order. The stream handler pops them; the
+// manager pushes. Closed when replaced by a newer subscription, when the
+// framework is removed, or when it falls too far behind.
+class EventQueue {
+ public:
+  explicit EventQueue(size_t max) : max_(max) {}
+  // Waits up to `timeout` for an event. False (and *out untouched) on
+  // timeout or once closed and drained; closed() tells which.
+  bool Next(v1::FrameworkEvent* out, absl::Duration timeout);
+  void Push(v1::FrameworkEvent e);
+  void Close(std::string why);
+  bool closed() const;
+  std::string why_closed() const;
+  size_t size() const;
+
+ private:
+  const size_t max_;
+  mutable absl::Mutex mu_;
+  std::deque<v1::FrameworkEvent> events_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::string why_ ABSL_GUARDED_BY(mu_);
+};
+
+class FrameworkManager {
+ public:
+  // `committer`, `clock` and `options` (for the authorizer) must outlive it.
+  FrameworkManager(Committer* committer, Clock* clock, const MasterOptions* options, ManagerOptions o = {});
+  ~FrameworkManager();
+
+  // Rebuilds the registry from the cell state (a new leader), then runs
+  // Tick() on a thread until Stop().
+  void Start();
+  void Stop();
+  // The registry from the live framework jobs (Start() calls it).
+  void Recover();
+  // One step: task statuses from the cell state, offers past their timeout
+  // rescinded, frameworks past their failover timeout removed (tasks
+  // killed), an allocation round if one is due, heartbeats.
+  void Tick();
+
+  struct Subscription {
+    std::string framework_id;
+    std::shared_ptr<EventQueue> events;
+  };
+  absl::StatusOr<Subscription> Subscribe(const Principal& who, const v1::SubscribeRequest& req);
+  // The stream of `sub` ended (the framework went away or was replaced).
+  void Disconnected(const Subscription& sub);
+  absl::StatusOr<v1::AcceptResponse> Accept(const Principal& who, const v1::AcceptRequest& req);
+  absl::StatusOr<v1::DeclineResponse> Decline(const Principal& who, const v1::DeclineRequest& req);
+  absl::StatusOr<v1::KillTaskResponse> KillTask(const Principal& who, const v1::KillTaskRequest& req);
+  absl::StatusOr<v1::AcknowledgeResponse> Acknowledge(const Principal& who, const v1::AcknowledgeRequest& req);
+  absl::StatusOr<v1::ReconcileResponse> Reconcile(const Principal& who, const v1::ReconcileRequest& req);
+  absl::StatusOr<v1::TeardownResponse> Teardown(const Principal& who, const v1::TeardownRequest& req);
+
+  // For tests and metrics.
+  size_t frameworks() const;
+  size_t outstanding_offers() const;
+  ResourceVector Held(const std::string& framework_id) const;
+  bool connected(const std::string& framework_id) const;
+
+  // The job a framework task is: "fw-<framework id>-<task id>".
+  static std::string JobName(const std::string& framework_id, const std::string& task_id);
+
+ private:
+  struct TaskRec {
+    std::string job;          // "user/name"
+    ResourceVector held;      // counted in the allocator while live
+    v1::FrameworkTaskState last = v1::TASK_STATE_UNSPECIFIED;
+    bool killing = false;     // we asked for its job to be killed (lost)
+  };
+  struct Framework {
+    v1::FrameworkInfo info;
+    std::shared_ptr<EventQueue> events;  // null while disconnected
+    int64_t disconnected_ms = 0;
+    std::map<std::string, TaskRec> tasks;  // live (not terminal), by task id
+    // Updates not acknowledged yet, by task id (the latest one of each),
+    // with when each was last sent.
+    std::map<std::string, std::pair<v1::FrameworkTaskStatus, int64_t>> unacked;
+    int64_t last_heartbeat_ms = 0;
+  };
+  struct OfferRec {
+    std::string framework;
+    std::string machine;
+    ResourceVector resources;
+    int64_t expires_ms = 0;
+  };
+
+  absl::StatusOr<Framework*> Find(const Principal& who, const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status MayAct(const Principal& who, const std::string& user) const;
+  void Send(Framework& f, v1::FrameworkEvent e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Update(Framework& f, const std::string& task_id, const std::string& job, v1::FrameworkTaskState state,
+              std::string message, std::string machine, int32_t exit_code, int64_t now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RescindOffer(const std::string& offer_id, bool tell) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RescindAll(const std::string& framework_id, bool tell) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Kills the framework's live jobs and forgets it.
+  void Remove(const std::string& framework_id, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ObserveTasks(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AllocationRound(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status KillJobs(const std::vector<std::string>& jobs, const std::string& reason);
+  std::string NewId(size_t hex_digits) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Loop();
+
+  Committer* const committer_;
+  Clock* const clock_;
+  ApiContext ctx_;  // for PrepareSpec (authorization, validation)
+  const ManagerOptions opts_;
+
+  mutable absl::Mutex mu_;
+  DrfAllocator alloc_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Framework> fws_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, OfferRec> offers_ ABSL_GUARDED_BY(mu_);
+  int64_t next_round_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+
+  absl::Mutex stop_mu_;
+  bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace herd::master::frameworks

@@ -1,0 +1,39 @@
+// herd.v1.Frameworks (proto/herd/v1/frameworks.proto) over the leader's
+// FrameworkManager. Callers are identified (TLS client certificate) and
+// rate-limited as on the Herd service. A master that does not lead answers
+// UNAVAILABLE: frameworks hold a stream to the leader (the manager's state
+// is the leader's), and find it as the CLI does.
+#pragma once
+
+#include <atomic>
+#include <functional>
+
+#include "herd/v1/frameworks.grpc.pb.h"
+#include "master/core/admission/authorizer.h"
+#include "master/core/frameworks/manager.h"
+
+namespace herd::master {
+
+class FrameworksService final : public v1::Frameworks::Service {
+ public:
+  using AdmitFn = std::function<absl::StatusOr<Principal>(const grpc::ServerContext*)>;
+  explicit FrameworksService(AdmitFn admit) : admit_(std::move(admit)) {}
+  // The leader's manager (null: not leading). It must outlive the server's
+  // calls, or be closed (Stop) before it goes.
+  void SetManager(frameworks::FrameworkManager* m) { manager_.store(m, std::memory_order_release); }
+
+  grpc::Status Subscribe(grpc::ServerContext*, const v1::SubscribeRequest*,
+                         grpc::ServerWriter<v1::FrameworkEvent>*) override;
+  grpc::Status Accept(grpc::ServerContext*, const v1::AcceptRequest*, v1::AcceptResponse*) override;
+  grpc::Status Decline(grpc::ServerContext*, const v1::DeclineRequest*, v1::DeclineResponse*) override;
+  grpc::Status KillTask(grpc::ServerContext*, const v1::KillTaskRequest*, v1::KillTaskResponse*) override;
+  grpc::Status Acknowledge(grpc::ServerContext*, const v1::AcknowledgeRequest*, v1::AcknowledgeResponse*) override;
+  grpc::Status Reconcile(grpc::ServerContext*, const v1::ReconcileRequest*, v1::ReconcileResponse*) override;
+  grpc::Status Teardown(grpc::ServerContext*, const v1::TeardownRequest*, v1::TeardownResponse*) override;
+
+ private:
+  AdmitFn admit_;
+  std::atomic<frameworks::FrameworkManager*> manager_{nullptr};
+};
+
+}  // namespace herd::master
