@@ -16,9 +16,11 @@ check() {
     fi
   done < <(grep -rnE "^\s*#\s*include\s*[<\"]($pattern)" src --include='*.h' --include='*.cc' 2>/dev/null)
 }
-# gRPC only in src/rpc, */server/, src/store/etcd, src/cli and src/main.
-check 'grpcpp/|grpc/|herd/v1/[a-z_]+\.grpc\.pb\.h' '^src/(rpc|store/etcd|cli|main)/|/server/' \
-  "gRPC outside src/rpc, */server/, src/store/etcd, src/cli, src/main"
+# gRPC only in src/rpc, */server/, src/store/etcd, src/cli and src/main --
+# and in the example framework (src/frameworks/example), a client program
+# like the CLI that speaks the Framework API from its own process.
+check 'grpcpp/|grpc/|herd/v1/[a-z_]+\.grpc\.pb\.h' '^src/(rpc|store/etcd|cli|main|frameworks/example)/|/server/' \
+  "gRPC outside src/rpc, */server/, src/store/etcd, src/cli, src/main, src/frameworks/example"
 # SQLite only in its backend, and in the master's history database, which
 # is SQLite by nature: its users query it in SQLite's dialect (herd query).
 check 'sqlite3\.h' '^src/store/sqlite/|^src/master/history/' "sqlite3.h outside src/store/sqlite and src/master/history"
