@@ -6,12 +6,19 @@
 //
 //   herd-example-framework --master ADDR [--credentials FILE] --tasks N
 //       [--cpu 100m] [--memory 64Mi] [--retries 3] [--name NAME]
-//       [--timeout 10m] -- CMD [ARGS...]
+//       [--timeout 10m] [--stats] -- CMD [ARGS...]
+//
+// With --stats it prints, at the end, RESULT lines: offer_to_running_p50_ms
+// and _p99_ms (from the offer arriving here to the first update saying the
+// task runs -- or already finished -- on its agent, per task), and
+// tasks_per_second (tasks finished over the time from the first offer to
+// the last finish).
 //
 // Runs N copies of CMD; exits 0 when all N finished with exit code 0, 1 when
 // one failed more than --retries times (or the timeout passed), 2 on bad
 // usage. The credential is found as the herd CLI finds it (--credentials,
 // HERD_CREDENTIALS, else the admin credential `herd up` wrote).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,14 +46,19 @@ struct Flags {
   int64_t memory_bytes = 64ll << 20;
   int retries = 3;
   int64_t timeout_ms = 600'000;
+  bool stats = false;
   std::vector<std::string> command;
 };
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 int Usage(const std::string& why) {
   std::fprintf(stderr,
                "herd-example-framework: %s\n"
                "usage: herd-example-framework --master ADDR [--credentials FILE] --tasks N [--cpu 100m] "
-               "[--memory 64Mi] [--retries 3] [--name NAME] [--timeout 10m] -- CMD [ARGS...]\n",
+               "[--memory 64Mi] [--retries 3] [--name NAME] [--timeout 10m] [--stats] -- CMD [ARGS...]\n",
                why.c_str());
   return 2;
 }
@@ -56,6 +68,8 @@ struct Slot {
   int attempts = 0;
   bool running = false;  // an attempt is launched and has not ended
   bool finished = false;
+  double offer_ms = -1;     // when the offer its current attempt went out on arrived
+  double launched_ms = -1;  // when an update first said that attempt ran
 };
 
 class Framework {
@@ -81,6 +95,7 @@ class Framework {
           Teardown();
           ctx->TryCancel();
           stream->Finish();
+          if (flags_.stats) PrintStats();
           return outcome_;
         }
       }
@@ -131,6 +146,8 @@ class Framework {
   }
 
   void Offer(const herd::v1::ResourceOffer& o) {
+    const double arrived = NowMs();
+    if (first_offer_ms_ < 0) first_offer_ms_ = arrived;
     herd::v1::AcceptRequest req;
     req.set_framework_id(id_);
     req.add_offer_ids(o.id());
@@ -148,6 +165,8 @@ class Framework {
       t->mutable_resources()->set_memory_bytes(flags_.memory_bytes);
       s.running = true;
       ++s.attempts;
+      s.offer_ms = arrived;
+      s.launched_ms = -1;
     }
     auto ctx = herd::rpc::Context("", 15'000);
     if (req.tasks().empty()) {
@@ -181,6 +200,7 @@ class Framework {
       auto ctx = herd::rpc::Context("", 15'000);
       stub_->Acknowledge(ctx.get(), ack, &resp);
     }
+    if (s.state() == herd::v1::TASK_RUNNING || s.state() == herd::v1::TASK_FINISHED) Launched(s.task_id());
     switch (s.state()) {
       case herd::v1::TASK_FINISHED:
         Ended(s.task_id(), true, "");
@@ -197,6 +217,37 @@ class Framework {
     }
   }
 
+  // The slot of task_id's current attempt, or nullptr (an old attempt).
+  Slot* Current(const std::string& task_id) {
+    size_t slot = 0;
+    int attempt = 0;
+    if (std::sscanf(task_id.c_str(), "t%zu-%d", &slot, &attempt) != 2 || slot >= slots_.size()) return nullptr;
+    Slot& s = slots_[slot];
+    return attempt == s.attempts - 1 ? &s : nullptr;
+  }
+
+  void Launched(const std::string& task_id) {
+    Slot* s = Current(task_id);
+    if (s == nullptr || s->launched_ms >= 0 || s->offer_ms < 0) return;
+    s->launched_ms = NowMs();
+    launch_ms_.push_back(s->launched_ms - s->offer_ms);
+  }
+
+  void PrintStats() {
+    std::sort(launch_ms_.begin(), launch_ms_.end());
+    auto pct = [this](double p) {
+      if (launch_ms_.empty()) return 0.0;
+      size_t i = static_cast<size_t>(p * static_cast<double>(launch_ms_.size() - 1) + 0.5);
+      return launch_ms_[std::min(i, launch_ms_.size() - 1)];
+    };
+    const double span_s = (last_finish_ms_ - first_offer_ms_) / 1000;
+    std::printf("RESULT offer_to_running_p50_ms=%.1f\n", pct(0.5));
+    std::printf("RESULT offer_to_running_p99_ms=%.1f\n", pct(0.99));
+    std::printf("RESULT tasks_per_second=%.1f\n", span_s > 0 ? Finished() / span_s : 0.0);
+    std::printf("RESULT tasks=%d\n", Finished());
+    std::fflush(stdout);
+  }
+
   // Task ids are "t<slot>-<attempt>": only the slot's current attempt counts.
   void Ended(const std::string& task_id, bool ok, const std::string& why) {
     size_t slot = 0;
@@ -207,6 +258,7 @@ class Framework {
     s.running = false;
     if (ok) {
       s.finished = true;
+      last_finish_ms_ = NowMs();
       std::fprintf(stderr, "herd-example-framework: %s finished (%d/%d)\n", task_id.c_str(), Finished(),
                    flags_.tasks);
       if (Finished() == flags_.tasks) outcome_ = 0;
@@ -233,6 +285,8 @@ class Framework {
   std::vector<Slot> slots_;
   std::string id_;
   int outcome_ = -1;  // exit code once decided
+  double first_offer_ms_ = -1, last_finish_ms_ = -1;
+  std::vector<double> launch_ms_;  // offer -> launched, per attempt
 };
 
 }  // namespace
@@ -270,6 +324,8 @@ int main(int argc, char** argv) {
       auto v = herd::ParseBytes(value("--memory"));
       if (!v.ok()) return Usage(std::string(v.status().message()));
       f.memory_bytes = *v;
+    } else if (a == "--stats") {
+      f.stats = true;
     } else if (a == "--timeout") {
       auto v = herd::ParseDurationMs(value("--timeout"));
       if (!v.ok()) return Usage(std::string(v.status().message()));
