@@ -278,7 +278,47 @@ absl::Status CellState::CheckSubmit(const v1::JobsSubmitted& m) const {
     }
     HERD_RETURN_IF_ERROR(CheckAllocFields(s, nullptr));
   }
-  return CheckAfter(m);
+  HERD_RETURN_IF_ERROR(CheckAfter(m));
+  if (!m.place_on().empty()) return CheckPlaceOn(m);
+  return absl::OkStatus();
+}
+
+absl::Status CellState::CheckPlaceOn(const v1::JobsSubmitted& m) const {
+  const Machine* mach = FindMachine(m.place_on());
+  if (mach == nullptr) return absl::NotFoundError(absl::StrCat("place_on: no machine ", m.place_on()));
+  if (mach->state_ != v1::Machine::UP) {
+    return absl::FailedPreconditionError(absl::StrCat("place_on: machine ", m.place_on(), " is not up"));
+  }
+  // The tasks placed before each one in this submit take from what is free
+  // for it (their limits, whatever their priority: never optimistic).
+  ResourceVector taken;
+  for (const v1::JobSpec& s : m.jobs()) {
+    const std::string id = JobId(s.user(), s.name());
+    if (!s.after().empty() || !s.schedule().empty() || !s.alloc().empty() || s.alloc_set()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", id, ": place_on places only jobs that run at once (no after:, schedule, alloc or alloc_set)"));
+    }
+    for (const v1::Constraint& c : s.constraints()) {
+      if (!c.soft() && !Matches(c, mach->attributes_)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("machine ", m.place_on(), " does not satisfy job ", id, "'s constraint ", Describe(c)));
+      }
+    }
+    const ResourceVector free = mach->FreeFor(s.priority());
+    for (int32_t i = 0; i < s.task_count(); ++i) {
+      const ResourceVector r = TaskResources(s, i);
+      ResourceVector avail = free;
+      avail -= taken;
+      if (auto dim = r.FirstShortfall(avail)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "task ", TaskName(id, i), " does not fit on ", m.place_on(), ": ", *dim, " asks ",
+            FormatDimension(*dim, r.Get(*dim)), ", ", FormatDimension(*dim, std::max<int64_t>(avail.Get(*dim), 0)),
+            " free"));
+      }
+      taken += r;
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CellState::CheckAllocMember(const v1::JobSpec& s, bool is_set, const std::string& set_user,
@@ -996,9 +1036,21 @@ Job* CellState::CreateJob(const v1::JobSpec& spec, const v1::Mutation& m, const 
 void CellState::ApplySubmit(const v1::Mutation& m, Effects* fx) {
   const v1::JobsSubmitted& s = m.jobs_submitted();
   std::vector<std::string> ids;
+  Machine* mach = s.place_on().empty() ? nullptr : MutableMachine(s.place_on());
   for (const v1::JobSpec& spec : s.jobs()) {
     std::string reason = absl::StrCat("submitted by ", m.actor().empty() ? spec.user() : m.actor());
-    ids.push_back(CreateJob(spec, m, s.request_id(), reason, fx)->id);
+    Job* j = CreateJob(spec, m, s.request_id(), reason, fx);
+    ids.push_back(j->id);
+    if (mach == nullptr) continue;
+    // Submitted and placed at once (CheckPlaceOn): as a TaskScheduled would.
+    std::string placed = absl::StrCat("scheduled on ", mach->name_);
+    if (!m.actor().empty()) absl::StrAppend(&placed, " by ", m.actor());
+    for (Task& t : j->tasks) {
+      Place(&t, mach, fx);
+      NewRun(&t);
+      Transition(&t, v1::Task::RUNNING, Event::SCHEDULE, placed, m, mach->name_);
+    }
+    UpdateJobState(j, m);
   }
   RecordRequest(s.request_id(), std::move(ids));
 }

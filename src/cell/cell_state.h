@@ -357,6 +357,7 @@ class CellState {
   absl::Status CheckRef(const v1::TaskRef& ref, const Task** out) const;
 
   absl::Status CheckSubmit(const v1::JobsSubmitted& m) const;
+  absl::Status CheckPlaceOn(const v1::JobsSubmitted& m) const;
   absl::Status CheckKill(const v1::JobKilled& m) const;
   absl::Status CheckScheduled(const v1::TaskScheduled& m) const;
   absl::Status CheckMachineRegistered(const v1::MachineRegistered& m) const;

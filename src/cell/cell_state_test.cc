@@ -92,6 +92,52 @@ TEST_F(CellStateTest, ScheduleRejectsWhatNoLongerHolds) {
   Reject(Schedule("alice/web", 1, "m2"), absl::StatusCode::kFailedPrecondition, "not up");
 }
 
+// JobsSubmitted.place_on (the Framework API's accept): submitted and placed
+// by one mutation, all or nothing, against the same ledger as TaskScheduled.
+TEST_F(CellStateTest, SubmitAndPlaceOnAMachineIsAllOrNothing) {
+  auto place_on = [](std::vector<v1::JobSpec> jobs, const std::string& machine) {
+    v1::Mutation m = Submit(std::move(jobs));
+    m.mutable_jobs_submitted()->set_place_on(machine);
+    m.set_actor("framework:f1");
+    return m;
+  };
+  Apply(Submit(JobBuilder("web").Cpu(1000).Build()));
+  Apply(Schedule("alice/web", 0, "m1"));  // 1 of m1's 2 CPUs
+  // Together they ask 1.2 CPUs of the 1 free: none is placed, none submitted.
+  Reject(place_on({JobBuilder("a").Cpu(600).Build(), JobBuilder("b").Cpu(600).Build()}, "m1"),
+         absl::StatusCode::kFailedPrecondition, "task alice/b/0 does not fit on m1: cpu asks 600m, 400m free");
+  Reject(place_on({JobBuilder("a").Build()}, "m9"), absl::StatusCode::kNotFound, "place_on: no machine m9");
+  Reject(place_on({JobBuilder("a").Constraint("rack", v1::Constraint::EQ, {"r2"}).Build()}, "m1"),
+         absl::StatusCode::kFailedPrecondition, "rack == r2");
+  Reject(place_on({JobBuilder("a").After({"alice/web"}).Build()}, "m1"), absl::StatusCode::kInvalidArgument,
+         "place_on places only jobs that run at once");
+  Reject(place_on({JobBuilder("web").Build()}, "m1"), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(state_.FindJob("alice/a"), nullptr);
+
+  Apply(place_on({JobBuilder("a").Cpu(500).Build(), JobBuilder("b").Cpu(500).Tasks(1).Build()}, "m1"));
+  for (const char* job : {"alice/a", "alice/b"}) {
+    const Task& t = T(job, 0);
+    EXPECT_EQ(t.state(), v1::Task::RUNNING) << job;
+    EXPECT_EQ(t.phase(), v1::Task::ASSIGNED);
+    EXPECT_EQ(t.incarnation(), 1);
+    EXPECT_EQ(t.machine()->name(), "m1");
+    EXPECT_EQ(t.last_event()->transition, Event::SCHEDULE);
+    EXPECT_EQ(t.last_event()->reason, "scheduled on m1 by framework:f1");
+    EXPECT_EQ(state_.FindJob(job)->state, v1::Job::RUNNING);
+  }
+  EXPECT_EQ(state_.FindMachine("m1")->allocated().cpu_millis, 2000);
+  EXPECT_TRUE(state_.pending().empty());
+  // The machine is full now, for the built-in scheduler too.
+  Apply(Submit(JobBuilder("c").Cpu(100).Build()));
+  Reject(Schedule("alice/c", 0, "m1"), absl::StatusCode::kFailedPrecondition, "does not fit");
+  // A replay from the log and a snapshot agree.
+  CellState replayed;
+  for (const v1::Mutation& m : log_) ASSERT_TRUE(replayed.Apply(m).ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(replayed.ToSnapshot(), state_.ToSnapshot()));
+  Apply(Down("m2"));
+  Reject(place_on({JobBuilder("d").Build()}, "m2"), absl::StatusCode::kFailedPrecondition, "place_on: machine m2 is not up");
+}
+
 TEST_F(CellStateTest, HardConstraintsAreCheckedAtCommit) {
   Apply(Submit(JobBuilder("web").Constraint("rack", v1::Constraint::EQ, {"r2"}).Build()));
   Reject(Schedule("alice/web", 0, "m1"), absl::StatusCode::kFailedPrecondition, "rack == r2");

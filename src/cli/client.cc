@@ -45,7 +45,8 @@ Client::Client(const GlobalFlags& flags) : timeout_ms_(flags.timeout_ms) {
   if (absl::StatusOr<std::string> target = rpc::Target(master_); !target.ok()) {
     target_status_ = target.status();  // what the first call's failure says
   }
-  stub_ = v1::Herd::NewStub(rpc::Channel(master_, credential_, rpc::MasterIdentity()));
+  channel_ = rpc::Channel(master_, credential_, rpc::MasterIdentity());
+  stub_ = v1::Herd::NewStub(channel_);
 }
 
 std::unique_ptr<grpc::ClientContext> Client::Context(int64_t timeout_ms) const {

@@ -38,6 +38,8 @@ class Client {
   const std::string& user() const { return user_; }
   const pki::Credential& credential() const { return credential_; }
   v1::Herd::Stub& stub() { return *stub_; }
+  // The connection to the master, for its other services (Frameworks).
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   std::unique_ptr<grpc::ClientContext> Context(int64_t timeout_ms = -1) const;
   // A gRPC failure as one line: the credential's problem if it could not
   // be loaded, "cannot reach the master at ..." for connection problems,
@@ -53,6 +55,7 @@ class Client {
   std::string acting_as_;  // sent to the master; empty: the credential's own user
   std::string user_;
   int64_t timeout_ms_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Herd::Stub> stub_;
 };
 

@@ -20,6 +20,7 @@
 #include "main/scheduler_role.h"
 #include "main/bench_role.h"
 #include "main/sim_role.h"
+#include "main/framework_flags.h"
 #include "main/reclaim_flags.h"
 #include "main/up.h"
 #include "master/server/master_server.h"
@@ -115,10 +116,16 @@ void AddMaster(CLI::App& app, int& rc) {
       ->capture_default_str();
   auto reclaim = std::make_shared<ReclaimFlags>();
   AddReclaimFlags(cmd, reclaim.get());
+  auto fw_flags = std::make_shared<FrameworkFlags>();
+  AddFrameworkFlags(cmd, fw_flags.get());
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
   cmd->callback([&rc, o, poll, poll_timeout, full_poll, task_lease, sched_flags, sched_mode, history_sample,
-                 history_keep, reclaim] {
+                 history_keep, reclaim, fw_flags] {
     if (auto st = ApplyReclaimFlags(*reclaim, &o->core.reclaim); !st.ok()) {
+      rc = Usage(std::string(st.message()));
+      return;
+    }
+    if (auto st = ApplyFrameworkFlags(*fw_flags, &o->core.frameworks); !st.ok()) {
       rc = Usage(std::string(st.message()));
       return;
     }
@@ -338,6 +345,8 @@ void AddUp(CLI::App& app, int& rc) {
                   "The master's resource reclamation: off, baseline, medium or aggressive (default: the master's)");
   cmd->add_option("--history-sample", o->history_sample,
                   "The master's usage sample period for the history and the UI's charts (default 60s)");
+  cmd->add_option("--agent-capacity", o->agent_capacity,
+                  "What each agent offers, e.g. cpu=9,memory=18Gi (default: this machine split among the agents)");
   cmd->add_option("--agent-arg", o->agent_args,
                   "A flag for every agent, e.g. --agent-arg=--colocation=false (repeatable; 'herd agent --help')");
   cmd->add_option("--master-arg", o->master_args,

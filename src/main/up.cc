@@ -33,6 +33,7 @@
 #include "base/clock.h"
 #include "base/ids.h"
 #include "base/ports.h"
+#include "base/resources.h"
 #include "base/status.h"
 #include "cli/client.h"
 #include "pki/pki.h"
@@ -357,7 +358,15 @@ struct Slice {
 
 Slice SliceMachine(const UpOptions& o, const std::string& data) {
   ResourceVector total = agent::DetectCapacity(data);
-  return {total.cpu_millis / o.agents, total.memory_bytes / o.agents, total.disk_bytes / o.agents};
+  Slice slice{total.cpu_millis / o.agents, total.memory_bytes / o.agents, total.disk_bytes / o.agents};
+  if (!o.agent_capacity.empty()) {
+    // Checked by the caller (ValidateUp): what is named replaces the split.
+    ResourceVector given = *ParseResourceList(o.agent_capacity);
+    if (given.cpu_millis > 0) slice.cpu_millis = given.cpu_millis;
+    if (given.memory_bytes > 0) slice.memory_bytes = given.memory_bytes;
+    if (given.disk_bytes > 0) slice.disk_bytes = given.disk_bytes;
+  }
+  return slice;
 }
 
 std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, const std::string& exe,
@@ -652,6 +661,12 @@ int RunUp(const UpOptions& o) {
   if (absl::Status st = rpc::ValidateAddress(o.listen); !st.ok()) {
     std::fprintf(stderr, "herd up: --listen: %s\n", std::string(st.message()).c_str());
     return 2;
+  }
+  if (!o.agent_capacity.empty()) {
+    if (absl::StatusOr<ResourceVector> c = ParseResourceList(o.agent_capacity); !c.ok()) {
+      std::fprintf(stderr, "herd up: --agent-capacity: %s\n", std::string(c.status().message()).c_str());
+      return 2;
+    }
   }
   const std::string data = o.data_dir.empty() ? DefaultUpDir() : o.data_dir;
   std::error_code ec;

@@ -32,6 +32,9 @@ struct UpOptions {
   // "--reclaim-startup=60s"), after Herd's own.
   std::vector<std::string> agent_args;
   std::vector<std::string> master_args;
+  // What each agent offers, e.g. "cpu=9,memory=18Gi" ("" = this machine
+  // split among the agents): a cell shaped for an experiment.
+  std::string agent_capacity;
 };
 
 std::string DefaultUpDir();

@@ -5,8 +5,10 @@
 // exits non-zero. The tasks are ordinary jobs every tool sees.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -179,6 +181,83 @@ TEST_F(FrameworksTest, FailoverWithinTheTimeoutKeepsTheTaskPastItKillsIt) {
   second.ctx->TryCancel();
   second.reader->Finish();
   ASSERT_TRUE(Eventually([&] { return JobState(job) == v1::Job::DEAD; }, 60s)) << cell_.LogTails();
+}
+
+// Two example frameworks (one with a weighted role, set by a master flag)
+// and the built-in scheduler place work on the same two machines at once.
+// The cell never holds more than a machine has (one ledger); `herd
+// frameworks` shows both frameworks while they run; all of it finishes.
+TEST(FrameworksCellTest, TwoFrameworksAndTheBuiltInSchedulerShareTheCellWithoutOverCommit) {
+  Cell::Options o;
+  o.master_flags = {"--framework-offer-interval=200ms", "--framework-role=heavy=2"};
+  Cell cell(o);
+  ASSERT_TRUE(cell.StartMaster().ok()) << cell.LogTails();
+  absl::Status st = cell.StartAgents(2);
+  ASSERT_TRUE(st.ok()) << st << "\n" << cell.LogTails();
+  std::atomic<int> done{0};
+  auto framework = [&](const std::string& name, const std::string& role, RunResult* out) {
+    std::vector<std::string> argv = {FrameworkBinary(), "--master", cell.master_address(), "--credentials",
+                                     cell.UserCredential("alice"), "--name", name, "--tasks", "12", "--per-offer",
+                                     "1", "--cpu", "400m", "--memory", "64Mi"};
+    if (!role.empty()) argv.insert(argv.end(), {"--role", role});
+    argv.insert(argv.end(), {"--", "/bin/sleep", "1"});
+    *out = harness::Run(argv, 180s);
+    ++done;
+  };
+  RunResult a, b;
+  std::thread ta(framework, "fa", "", &a);
+  std::thread tb(framework, "fb", "heavy", &b);
+  // The built-in scheduler's job, submitted while the frameworks run.
+  RunResult sub = cell.Herd({"submit", cell.WriteSpec("builtin.yaml",
+                                                      "name: builtin\nuser: alice\ntasks: 3\ncommand: [\"/bin/sleep\", "
+                                                      "\"2\"]\nresources: {cpu: 500m, memory: 64Mi}\n")});
+  EXPECT_EQ(sub.exit_code, 0) << sub.Describe();
+  // Both frameworks are listed, with the role's weight.
+  v1::ListFrameworksResponse listed;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto l = cell.HerdJson<v1::ListFrameworksResponse>({"frameworks"});
+        if (!l.ok() || l->frameworks_size() < 2) return false;
+        listed = *l;
+        return true;
+      },
+      60s))
+      << cell.LogTails();
+  for (const auto& f : listed.frameworks()) {
+    EXPECT_DOUBLE_EQ(f.role_weight(), f.info().name() == "fb" ? 2.0 : 1.0) << f.info().name();
+    EXPECT_EQ(f.info().user(), "alice");
+  }
+  // Until both are done: no machine ever holds more than its capacity.
+  int samples = 0;
+  while (done.load() < 2) {
+    auto m = cell.Machines();
+    EXPECT_TRUE(m.ok()) << m.status();  // (no ASSERT: the threads must be joined)
+    if (!m.ok()) break;
+    for (const v1::Machine& mach : m->machines()) {
+      EXPECT_LE(mach.allocated().cpu_millis(), mach.capacity().cpu_millis()) << mach.name();
+      EXPECT_LE(mach.allocated().memory_bytes(), mach.capacity().memory_bytes()) << mach.name();
+    }
+    ++samples;
+  }
+  ta.join();
+  tb.join();
+  EXPECT_GT(samples, 1);
+  EXPECT_EQ(a.exit_code, 0) << a.Describe() << "\n" << cell.LogTails();
+  EXPECT_EQ(b.exit_code, 0) << b.Describe();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto j = cell.Jobs(/*include_dead=*/true);
+        if (!j.ok()) return false;
+        for (const v1::Job& job : j->jobs()) {
+          if (job.id() == "alice/builtin") return job.state() == v1::Job::DEAD;
+        }
+        return false;
+      },
+      60s))
+      << cell.LogTails();
+  RunResult table = cell.Herd({"frameworks"});
+  EXPECT_EQ(table.exit_code, 0) << table.Describe();
+  EXPECT_TRUE(absl::StrContains(table.out, "no frameworks registered")) << table.out;
 }
 
 }  // namespace

@@ -125,6 +125,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddCell(app, ctx);
   AddQuery(app, ctx);
   AddAlerts(app, ctx);
+  AddFrameworks(app, ctx);
   AddUi(app, ctx);
   AddCredentialCommands(app, ctx);
 }

@@ -89,6 +89,7 @@ void AddCheckpoint(CLI::App& app, CommandContext& ctx);
 void AddCell(CLI::App& app, CommandContext& ctx);
 void AddQuery(CLI::App& app, CommandContext& ctx);
 void AddAlerts(CLI::App& app, CommandContext& ctx);
+void AddFrameworks(CLI::App& app, CommandContext& ctx);
 // herd ui: a login link for the web UI.
 void AddUi(CLI::App& app, CommandContext& ctx);
 

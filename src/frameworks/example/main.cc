@@ -6,7 +6,12 @@
 //
 //   herd-example-framework --master ADDR [--credentials FILE] --tasks N
 //       [--cpu 100m] [--memory 64Mi] [--retries 3] [--name NAME]
-//       [--timeout 10m] [--stats] -- CMD [ARGS...]
+//       [--role ROLE] [--per-offer K] [--timeout 10m] [--stats]
+//       -- CMD [ARGS...]
+//
+// It takes every task that fits from an offer, or at most K with
+// --per-offer (the rest goes back at once, to be offered again: a framework
+// that shares the cell fairly under DRF takes little from each offer).
 //
 // With --stats it prints, at the end, RESULT lines: offer_to_running_p50_ms
 // and _p99_ms (from the offer arriving here to the first update saying the
@@ -41,6 +46,8 @@ struct Flags {
   std::string master;
   std::string credentials;
   std::string name = "example";
+  std::string role;
+  int per_offer = 0;  // 0: as many as fit
   int tasks = 0;
   int64_t cpu_millis = 100;
   int64_t memory_bytes = 64ll << 20;
@@ -58,7 +65,8 @@ int Usage(const std::string& why) {
   std::fprintf(stderr,
                "herd-example-framework: %s\n"
                "usage: herd-example-framework --master ADDR [--credentials FILE] --tasks N [--cpu 100m] "
-               "[--memory 64Mi] [--retries 3] [--name NAME] [--timeout 10m] [--stats] -- CMD [ARGS...]\n",
+               "[--memory 64Mi] [--retries 3] [--name NAME] [--role ROLE] [--per-offer K] [--timeout 10m] "
+               "[--stats] -- CMD [ARGS...]\n",
                why.c_str());
   return 2;
 }
@@ -86,6 +94,7 @@ class Framework {
       herd::v1::SubscribeRequest req;
       req.mutable_framework()->set_id(id_);
       req.mutable_framework()->set_name(flags_.name);
+      req.mutable_framework()->set_role(flags_.role);
       auto stream = stub_->Subscribe(ctx.get(), req);
       herd::v1::FrameworkEvent e;
       while (stream->Read(&e)) {
@@ -156,6 +165,7 @@ class Framework {
       Slot& s = slots_[i];
       if (s.finished || s.running) continue;
       if (cpu < flags_.cpu_millis || mem < flags_.memory_bytes) break;
+      if (flags_.per_offer > 0 && req.tasks_size() >= flags_.per_offer) break;
       cpu -= flags_.cpu_millis;
       mem -= flags_.memory_bytes;
       herd::v1::FrameworkTask* t = req.add_tasks();
@@ -312,6 +322,11 @@ int main(int argc, char** argv) {
       f.credentials = value("--credentials");
     } else if (a == "--name") {
       f.name = value("--name");
+    } else if (a == "--role") {
+      f.role = value("--role");
+    } else if (a == "--per-offer") {
+      f.per_offer = std::atoi(value("--per-offer"));
+      if (f.per_offer < 1) return Usage("--per-offer must be at least 1");
     } else if (a == "--tasks") {
       f.tasks = std::atoi(value("--tasks"));
     } else if (a == "--retries") {

@@ -31,6 +31,8 @@ class MutationCounters {
     if (m.has_task_scheduled()) {
       placements_.Inc();
       preemptions_.Inc(m.task_scheduled().victims_size());
+    } else if (m.has_jobs_submitted() && !m.jobs_submitted().place_on().empty()) {
+      for (const v1::JobSpec& s : m.jobs_submitted().jobs()) placements_.Inc(s.task_count());
     }
   }
 

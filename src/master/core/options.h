@@ -8,6 +8,7 @@
 
 #include "master/core/admission/authorizer.h"
 #include "master/core/committer.h"
+#include "master/core/frameworks/options.h"
 #include "master/core/link/link_shard.h"
 #include "master/core/batch/batch_controller.h"
 #include "master/core/reclaim/reclaimer.h"
@@ -28,6 +29,8 @@ struct MasterOptions {
   BatchController::Options batch;
   // Reservations (issue #16; herd master --reclaim): off unless enabled.
   Reclaimer::Options reclaim;
+  // The Framework API's offers, timeouts and role weights (issue #17).
+  frameworks::ManagerOptions frameworks;
   sched::Options scheduler;
   sched::LoopOptions scheduler_loop;
   // false: no in-process scheduler; an external `herd scheduler` proposes

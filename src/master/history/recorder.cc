@@ -106,6 +106,16 @@ void EventMapper::Add(const v1::Mutation& m, Batch* out) {
         tasks_.erase(id);  // a dead job submitted again starts afresh
         if (!spec.schedule().empty()) schedules_[id] = spec;
         job_row(id, "submitted", 1, "")->spec_json = SpecJson(spec);
+        if (m.jobs_submitted().place_on().empty()) continue;
+        // Submitted and placed in one step (a framework's accept).
+        for (int32_t i = 0; i < spec.task_count(); ++i) {
+          TaskInfo& info = Info(id, i);
+          info.machine = m.jobs_submitted().place_on();
+          ++info.incarnation;
+          TaskEventRow r = Row(m, id, i, "scheduled");
+          r.phase = "ASSIGNED";
+          out->task_events.push_back(std::move(r));
+        }
       }
       break;
     case v1::Mutation::kJobReleased: {

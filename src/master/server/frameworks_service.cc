@@ -46,6 +46,11 @@ grpc::Status FrameworksService::Teardown(grpc::ServerContext* ctx, const v1::Tea
   HERD_FRAMEWORK_CALL(Teardown);
 }
 
+grpc::Status FrameworksService::ListFrameworks(grpc::ServerContext* ctx, const v1::ListFrameworksRequest* req,
+                                               v1::ListFrameworksResponse* out) {
+  HERD_FRAMEWORK_CALL(ListFrameworks);
+}
+
 grpc::Status FrameworksService::Subscribe(grpc::ServerContext* ctx, const v1::SubscribeRequest* req,
                                           grpc::ServerWriter<v1::FrameworkEvent>* writer) {
   absl::StatusOr<Principal> who = admit_(ctx);

@@ -30,6 +30,8 @@ class FrameworksService final : public v1::Frameworks::Service {
   grpc::Status Acknowledge(grpc::ServerContext*, const v1::AcknowledgeRequest*, v1::AcknowledgeResponse*) override;
   grpc::Status Reconcile(grpc::ServerContext*, const v1::ReconcileRequest*, v1::ReconcileResponse*) override;
   grpc::Status Teardown(grpc::ServerContext*, const v1::TeardownRequest*, v1::TeardownResponse*) override;
+  grpc::Status ListFrameworks(grpc::ServerContext*, const v1::ListFrameworksRequest*,
+                              v1::ListFrameworksResponse*) override;
 
  private:
   AdmitFn admit_;

@@ -156,7 +156,7 @@ struct Api {
   // This master leads: the registry is rebuilt from the cell, offers start.
   void StartFrameworks(MasterCore* core) {
     frameworks = std::make_unique<frameworks::FrameworkManager>(&core->committer(), RealClock::Get(),
-                                                               &core->options());
+                                                               &core->options(), core->options().frameworks);
     frameworks->Start();
     frameworks_service->SetManager(frameworks.get());
   }

@@ -1,6 +1,7 @@
 #include "master/core/frameworks/allocator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -127,9 +128,12 @@ std::vector<Offer> DrfAllocator::Round(const std::vector<MachineSlack>& slack, c
       if (!Eligible(f, m, now_ms)) continue;
       const bool guaranteed = UnderGuarantee(f.role);
       const double share = DominantShareOf(f.held, total) / Weight(f.role);
+      // Shares within rounding of each other are equal (0.3 / 3 is not
+      // exactly 0.1): the tie goes to the framework registered first.
+      const bool tie = std::abs(share - best_share) <= 1e-9;
       const bool better = best.empty() || (guaranteed && !best_guaranteed) ||
                           (guaranteed == best_guaranteed &&
-                           (share < best_share || (share == best_share && f.order < best_order)));
+                           (tie ? f.order < best_order : share < best_share));
       if (better) {
         best = id;
         best_guaranteed = guaranteed;

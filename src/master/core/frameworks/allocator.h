@@ -80,6 +80,8 @@ class DrfAllocator {
   const ResourceVector& Held(const std::string& id) const;
   // max over dimensions of held / total, divided by the role's weight.
   double DominantShare(const std::string& id, const ResourceVector& total) const;
+  // A role's weight (1 unless SetRole gave another).
+  double Weight(const std::string& role) const;
 
  private:
   struct Role {
@@ -96,7 +98,6 @@ class DrfAllocator {
   };
   bool Eligible(const Framework& f, const MachineSlack& m, int64_t now_ms) const;
   bool UnderGuarantee(const std::string& role) const;
-  double Weight(const std::string& role) const;
 
   Options options_;
   std::map<std::string, Role> roles_;

@@ -105,6 +105,47 @@ Observed Observe(const cell::Job* job) {
   return o;
 }
 
+// The jobs whose tasks `m` changes, into *out; false if it may change tasks
+// it does not name (every framework task must be looked at).
+bool JobsNamed(const v1::Mutation& m, std::set<std::string>* out) {
+  switch (m.kind_case()) {
+    case v1::Mutation::kTaskObserved:
+      out->insert(m.task_observed().task().job());
+      return true;
+    case v1::Mutation::kTaskExited:
+      out->insert(m.task_exited().task().job());
+      return true;
+    case v1::Mutation::kTaskLost:
+      out->insert(m.task_lost().task().job());
+      return true;
+    case v1::Mutation::kTaskRescheduled:
+      out->insert(m.task_rescheduled().task().job());
+      return true;
+    case v1::Mutation::kTaskScheduled:
+      out->insert(m.task_scheduled().job());
+      for (const v1::TaskRef& v : m.task_scheduled().victims()) out->insert(v.job());
+      return true;
+    case v1::Mutation::kJobKilled:
+      out->insert(m.job_killed().job());
+      return true;
+    case v1::Mutation::kJobsSubmitted:
+      for (const v1::JobSpec& s : m.jobs_submitted().jobs()) out->insert(JobId(s.user(), s.name()));
+      return true;
+    // Changes that move no task.
+    case v1::Mutation::kMachineRegistered:
+    case v1::Mutation::kMachineUp:
+    case v1::Mutation::kMachinePackages:
+    case v1::Mutation::kMachineInterference:
+    case v1::Mutation::kReservationsSet:
+    case v1::Mutation::kQuotaSet:
+    case v1::Mutation::kUserSet:
+    case v1::Mutation::kRolloutChanged:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 // --- EventQueue ---
@@ -160,6 +201,12 @@ FrameworkManager::FrameworkManager(Committer* committer, Clock* clock, const Mas
   ctx_.committer = committer;
   ctx_.clock = clock;
   ctx_.options = options;
+  absl::MutexLock l(&mu_);
+  for (const auto& [role, r] : opts_.roles) {
+    if (absl::Status st = alloc_.SetRole(role, r.weight, r.guarantee); !st.ok()) {
+      HERD_LOG_WARN("frameworks: role {} ignored: {}", role, st.ToString());
+    }
+  }
 }
 
 FrameworkManager::~FrameworkManager() { Stop(); }
@@ -203,66 +250,98 @@ void FrameworkManager::Loop() {
       absl::MutexLock l(&stop_mu_);
       if (stopping_) return;
     }
-    // Wake on the next change of the cell (a task's status may have
-    // changed), or after the offer interval at the latest.
-    // One mutation is enough to know; then on from the head (a busy cell
-    // wakes this at most once per tick, not once per mutation).
-    auto batch = committer_->WaitForMutations(seen, std::min<int64_t>(opts_.offer_interval_ms, 500), 1);
-    const bool changed = batch.ok() && !batch->empty();
-    if (changed || !batch.ok()) seen = committer_->revision();
-    Tick();
+    // Wake on the next changes of the cell (a task's status may have
+    // changed), or after the offer interval at the latest; observe only the
+    // framework jobs they name. A change that moves tasks without naming
+    // them (a machine down or drained, a job update), or a feed this loop
+    // fell behind, means a look at all of them.
+    auto batch = committer_->WaitForMutations(seen, std::min<int64_t>(opts_.offer_interval_ms, 500), 10'000);
+    std::set<std::string> jobs;
+    bool all = !batch.ok();
+    if (!batch.ok()) {
+      seen = committer_->revision();
+    } else if (!batch->empty()) {
+      seen = batch->back().revision();
+      for (const v1::Mutation& m : *batch) all = !JobsNamed(m, &jobs) || all;
+    }
+    Step(all ? nullptr : &jobs);
     // Changes that come in a burst (an accept's, an agent's poll) are
-    // seen by one tick.
-    if (changed) absl::SleepFor(absl::Milliseconds(5));
+    // seen by one step.
+    if (batch.ok() && !batch->empty()) absl::SleepFor(absl::Milliseconds(5));
   }
 }
 
 void FrameworkManager::Recover() {
   const int64_t now = clock_->NowMs();
+  struct FoundTask {
+    std::string task, job;
+    ResourceVector resources;
+    Observed seen;
+    bool live = false;
+  };
   struct Found {
     v1::FrameworkInfo info;
-    std::vector<std::tuple<std::string, std::string, ResourceVector>> tasks;  // task id, job, resources
+    std::vector<FoundTask> tasks;
   };
   std::map<std::string, Found> found;
   committer_->Read([&](const cell::CellState& s) {
     for (const auto& [id, job] : s.jobs()) {
-      if (job->state == v1::Job::DEAD || !IsFrameworkTask(job->spec.labels())) continue;
+      if (!IsFrameworkTask(job->spec.labels())) continue;
+      const bool live = job->state != v1::Job::DEAD;
+      if (!live) {
+        // Ended: its terminal update may not have been acknowledged to the
+        // old leader. Sent again if it ended recently.
+        const cell::EventRec* ev = job->tasks.empty() ? nullptr : job->tasks.front().last_event();
+        if (ev == nullptr || now - ev->time_ms > opts_.resend_ended_within_ms) continue;
+      }
       const auto& labels = job->spec.labels();
       auto get = [&](const char* k) {
         auto it = labels.find(std::string(k));
         return it == labels.end() ? std::string() : it->second;
       };
       Found& f = found[get(kFrameworkLabel)];
-      f.info.set_id(get(kFrameworkLabel));
-      f.info.set_name(get(kFrameworkNameLabel));
-      f.info.set_role(get(kFrameworkRoleLabel));
-      f.info.set_user(job->spec.user());
-      f.info.set_priority(job->spec.priority());
-      int64_t failover = 0;
-      if (absl::SimpleAtoi(get(kFrameworkFailoverLabel), &failover)) f.info.set_failover_timeout_ms(failover);
-      ResourceVector r = job->tasks.empty() ? ResourceVector() : job->tasks.front().resources();
-      f.tasks.emplace_back(get(kFrameworkTaskLabel), id, r);
+      if (live || f.info.id().empty()) {
+        f.info.set_id(get(kFrameworkLabel));
+        f.info.set_name(get(kFrameworkNameLabel));
+        f.info.set_role(get(kFrameworkRoleLabel));
+        f.info.set_user(job->spec.user());
+        f.info.set_priority(job->spec.priority());
+        int64_t failover = 0;
+        if (absl::SimpleAtoi(get(kFrameworkFailoverLabel), &failover)) f.info.set_failover_timeout_ms(failover);
+      }
+      FoundTask t;
+      t.task = get(kFrameworkTaskLabel);
+      t.job = id;
+      t.resources = job->tasks.empty() ? ResourceVector() : job->tasks.front().resources();
+      t.seen = Observe(job.get());
+      t.live = live;
+      f.tasks.push_back(std::move(t));
     }
     return 0;
   });
   absl::MutexLock l(&mu_);
   for (auto& [id, f] : found) {
     if (fws_.contains(id)) continue;
-    Framework fw;
-    fw.info = f.info;
-    fw.disconnected_ms = now;
     if (!alloc_.AddFramework(id, f.info.role()).ok()) continue;
     alloc_.SetActive(id, false);
-    for (auto& [task, job, r] : f.tasks) {
-      TaskRec rec;
-      rec.job = job;
-      rec.held = r;
-      fw.tasks.emplace(task, std::move(rec));
-      alloc_.Allocate(id, r);
+    Framework& fw = fws_[id];
+    fw.info = f.info;
+    fw.disconnected_ms = now;
+    for (FoundTask& t : f.tasks) {
+      // Each task's latest status, to be acknowledged again (at least once:
+      // the old leader's acknowledgements died with it).
+      if (t.live) {
+        TaskRec rec;
+        rec.job = t.job;
+        rec.held = t.resources;
+        rec.last = t.seen.state;
+        AddTask(fw, id, t.task, std::move(rec));
+      }
+      Update(fw, t.task, t.job, t.seen.state, t.seen.message, t.seen.machine, t.seen.exit_code, now);
     }
-    HERD_LOG_INFO("framework {} ({}, user {}) recovered with {} tasks; it has {} ms to subscribe again", id,
-                  f.info.name(), f.info.user(), fw.tasks.size(), f.info.failover_timeout_ms());
-    fws_.emplace(id, std::move(fw));
+    HERD_LOG_INFO("framework {} ({}, user {}) recovered with {} live tasks and {} updates to deliver; it has {} ms "
+                  "to subscribe again",
+                  id, f.info.name(), f.info.user(), fw.tasks.size(), fw.unacked.size(), f.info.failover_timeout_ms());
   }
 }
 
@@ -533,29 +612,17 @@ absl::StatusOr<v1::AcceptResponse> FrameworkManager::Accept(const Principal& who
   absl::Status committed = absl::OkStatus();
   if (!specs.empty()) {
     const std::string actor = absl::StrCat("framework:", fid);
+    // One mutation submits the jobs and places them (JobsSubmitted.place_on):
+    // the cell checks it against the same ledger the built-in scheduler's
+    // placements are checked against, all or nothing, without a copy of the
+    // state.
     auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
-      for (const v1::JobSpec& spec : specs) {
-        const cell::Job* old = s.FindJob(JobId(spec.user(), spec.name()));
-        if (old != nullptr && old->state != v1::Job::DEAD) {
-          return absl::AlreadyExistsError(absl::StrCat("job ", old->id, " is live"));
-        }
-      }
       HERD_RETURN_IF_ERROR(CheckQuota(s, specs));
-      std::vector<v1::Mutation> out;
       v1::Mutation submit;
-      for (const v1::JobSpec& spec : specs) *submit.mutable_jobs_submitted()->add_jobs() = spec;
-      out.push_back(std::move(submit));
-      for (const v1::JobSpec& spec : specs) {
-        v1::Mutation place;
-        v1::TaskScheduled* p = place.mutable_task_scheduled();
-        p->set_job(JobId(spec.user(), spec.name()));
-        p->set_index(0);
-        p->set_machine(machine);
-        p->set_based_on_revision(s.revision());
-        p->set_scheduler(actor);
-        out.push_back(std::move(place));
-      }
-      return out;
+      v1::JobsSubmitted* js = submit.mutable_jobs_submitted();
+      for (const v1::JobSpec& spec : specs) *js->add_jobs() = spec;
+      js->set_place_on(machine);
+      return std::vector<v1::Mutation>{std::move(submit)};
     };
     committed = committer_->Commit(actor, build).status();
   }
@@ -573,8 +640,7 @@ absl::StatusOr<v1::AcceptResponse> FrameworkManager::Accept(const Principal& who
     rec.job = JobId(spec.user(), spec.name());
     rec.held = ResourceVector::FromProto(spec.task().resources());
     rec.last = v1::TASK_STAGING;
-    alloc_.Allocate(fid, rec.held);
-    f->tasks.emplace(st->task_id(), std::move(rec));
+    AddTask(*f, fid, st->task_id(), std::move(rec));
     st->set_state(v1::TASK_STAGING);
     Update(*f, st->task_id(), st->job(), v1::TASK_STAGING, "", machine, 0, now);
   }
@@ -610,19 +676,33 @@ absl::StatusOr<v1::DeclineResponse> FrameworkManager::Decline(const Principal& w
 
 absl::Status FrameworkManager::KillJobs(const std::vector<std::string>& jobs, const std::string& reason) {
   if (jobs.empty()) return absl::OkStatus();
-  auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
-    std::vector<v1::Mutation> out;
+  // Each kill stands alone (one that is dead already is no failure): no
+  // all-or-nothing check, which would copy the cell state.
+  std::vector<v1::Mutation> kills;
+  committer_->Read([&](const cell::CellState& s) {
     for (const std::string& id : jobs) {
       const cell::Job* j = s.FindJob(id);
       if (j == nullptr || j->state == v1::Job::DEAD) continue;
       v1::Mutation m;
       m.mutable_job_killed()->set_job(id);
       m.mutable_job_killed()->set_reason(reason);
-      out.push_back(std::move(m));
+      kills.push_back(std::move(m));
     }
-    return out;
-  };
-  return committer_->Commit("frameworks", build).status();
+    return 0;
+  });
+  if (kills.empty()) return absl::OkStatus();
+  const std::vector<v1::Mutation> sent = kills;
+  std::vector<absl::Status> st = committer_->CommitEach("frameworks", std::move(kills));
+  for (size_t i = 0; i < st.size(); ++i) {
+    if (st[i].ok()) continue;
+    // Dead meanwhile (it ended, or someone else killed it): done all the same.
+    bool dead = committer_->Read([&](const cell::CellState& s) {
+      const cell::Job* j = s.FindJob(sent[i].job_killed().job());
+      return j == nullptr || j->state == v1::Job::DEAD;
+    });
+    if (!dead) return st[i];
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::KillTaskResponse> FrameworkManager::KillTask(const Principal& who,
@@ -700,8 +780,14 @@ void FrameworkManager::Remove(const std::string& framework_id, const std::string
                   st.ToString());
     return;
   }
+  for (const auto& [t, rec] : it->second.tasks) by_job_.erase(rec.job);
   RescindAll(framework_id, /*tell=*/true);
-  if (it->second.events) it->second.events->Close(why);
+  if (it->second.events) {
+    v1::FrameworkEvent e;
+    e.mutable_error()->set_message(why);  // the framework learns why its stream ends
+    it->second.events->Push(std::move(e));
+    it->second.events->Close(why);
+  }
   alloc_.RemoveFramework(framework_id);
   HERD_LOG_INFO("framework {} ({}) removed, {} tasks killed: {}", framework_id, it->second.info.name(), jobs.size(),
                 why);
@@ -718,33 +804,100 @@ absl::StatusOr<v1::TeardownResponse> FrameworkManager::Teardown(const Principal&
   return v1::TeardownResponse();
 }
 
-void FrameworkManager::ObserveTasks(int64_t now) {
-  std::vector<std::string> lost_jobs;
+absl::StatusOr<v1::ListFrameworksResponse> FrameworkManager::ListFrameworks(const Principal& who,
+                                                                           const v1::ListFrameworksRequest&) {
+  ResourceVector total;
   committer_->Read([&](const cell::CellState& s) {
-    for (auto& [fid, f] : fws_) {
-      for (auto it = f.tasks.begin(); it != f.tasks.end();) {
-        TaskRec& rec = it->second;
-        Observed o = Observe(s.FindJob(rec.job));
-        if (rec.killing && o.state == v1::TASK_KILLED) o.state = v1::TASK_LOST;  // we killed it for being lost
-        if (o.state == rec.last) {
-          ++it;
-          continue;
-        }
-        if (o.state == v1::TASK_LOST && !rec.killing && s.FindJob(rec.job) != nullptr) {
-          // Back to pending: the built-in scheduler will not place it again,
-          // and retrying is the framework's call. Kill the job.
-          rec.killing = true;
-          lost_jobs.push_back(rec.job);
-        }
-        rec.last = o.state;
-        Update(f, it->first, rec.job, o.state, o.message, o.machine, o.exit_code, now);
-        if (Terminal(o.state)) {
-          alloc_.Recover(fid, rec.held);
-          it = f.tasks.erase(it);
-        } else {
-          ++it;
-        }
+    for (const cell::Machine* m : s.machines()) {
+      if (m->state() == v1::Machine::UP) total += m->capacity();
+    }
+    return 0;
+  });
+  v1::ListFrameworksResponse resp;
+  total.ToProto(resp.mutable_total());
+  absl::MutexLock l(&mu_);
+  std::map<std::string, int32_t> offers;
+  std::map<std::string, ResourceVector> offered;
+  for (const auto& [id, o] : offers_) {
+    ++offers[o.framework];
+    offered[o.framework] += o.resources;
+  }
+  for (const auto& [id, f] : fws_) {
+    if (!MayAct(who, f.info.user()).ok()) continue;
+    v1::FrameworkSummary* out = resp.add_frameworks();
+    *out->mutable_info() = f.info;
+    out->set_connected(f.events != nullptr);
+    out->set_disconnected_ms(f.events ? 0 : f.disconnected_ms);
+    out->set_tasks(static_cast<int32_t>(f.tasks.size()));
+    ResourceVector held;
+    for (const auto& [task, rec] : f.tasks) held += rec.held;
+    held.ToProto(out->mutable_used());
+    offered[id].ToProto(out->mutable_offered());
+    // Which dimension is dominant, and its share (unweighted).
+    double best = 0;
+    std::string dim;
+    auto consider = [&](const char* name, int64_t have, int64_t all) {
+      if (all <= 0) return;
+      const double share = static_cast<double>(have) / static_cast<double>(all);
+      if (share > best || dim.empty()) best = share, dim = name;
+    };
+    consider("cpu", held.cpu_millis, total.cpu_millis);
+    consider("memory", held.memory_bytes, total.memory_bytes);
+    consider("disk", held.disk_bytes, total.disk_bytes);
+    for (const auto& [name, all] : total.extended) consider(name.c_str(), held.Extended(name), all);
+    out->set_dominant_share(best);
+    out->set_dominant_resource(dim);
+    out->set_outstanding_offers(offers[id]);
+    out->set_role_weight(alloc_.Weight(f.info.role().empty() ? "*" : f.info.role()));
+  }
+  return resp;
+}
+
+void FrameworkManager::AddTask(Framework& f, const std::string& framework_id, const std::string& task_id,
+                               TaskRec rec) {
+  alloc_.Allocate(framework_id, rec.held);
+  by_job_[rec.job] = {framework_id, task_id};
+  f.tasks.insert_or_assign(task_id, std::move(rec));
+}
+
+void FrameworkManager::ObserveTasks(int64_t now, const std::set<std::string>* jobs) {
+  std::vector<std::string> lost_jobs;
+  // One task: an update if its status moved; forgotten once terminal.
+  auto observe = [&](const cell::CellState& s, const std::string& fid, Framework& f,
+                     std::map<std::string, TaskRec>::iterator it) {
+    TaskRec& rec = it->second;
+    const cell::Job* job = s.FindJob(rec.job);
+    Observed o = Observe(job);
+    if (rec.killing && o.state == v1::TASK_KILLED) o.state = v1::TASK_LOST;  // we killed it for being lost
+    if (o.state == rec.last) return std::next(it);
+    if (o.state == v1::TASK_LOST && !rec.killing && job != nullptr) {
+      // Back to pending: the built-in scheduler will not place it again,
+      // and retrying is the framework's call. Kill the job.
+      rec.killing = true;
+      lost_jobs.push_back(rec.job);
+    }
+    rec.last = o.state;
+    Update(f, it->first, rec.job, o.state, o.message, o.machine, o.exit_code, now);
+    if (!Terminal(o.state)) return std::next(it);
+    alloc_.Recover(fid, rec.held);
+    by_job_.erase(rec.job);
+    return f.tasks.erase(it);
+  };
+  committer_->Read([&](const cell::CellState& s) {
+    if (jobs == nullptr) {
+      for (auto& [fid, f] : fws_) {
+        for (auto it = f.tasks.begin(); it != f.tasks.end();) it = observe(s, fid, f, it);
       }
+      return 0;
+    }
+    for (const std::string& job : *jobs) {
+      auto ix = by_job_.find(job);
+      if (ix == by_job_.end()) continue;  // not a live framework task
+      const auto [fid, task] = ix->second;
+      auto f = fws_.find(fid);
+      if (f == fws_.end()) continue;
+      auto it = f->second.tasks.find(task);
+      if (it != f->second.tasks.end()) observe(s, fid, f->second, it);
     }
     return 0;
   });
@@ -797,10 +950,14 @@ void FrameworkManager::AllocationRound(int64_t now) {
   for (auto& [fid, e] : events) Send(fws_[fid], std::move(e));
 }
 
-void FrameworkManager::Tick() {
+void FrameworkManager::Tick() { Step(nullptr); }
+
+void FrameworkManager::Step(const std::set<std::string>* jobs) {
   const int64_t now = clock_->NowMs();
   absl::MutexLock l(&mu_);
-  ObserveTasks(now);
+  // Every task is looked at before each allocation round, whatever the
+  // feed said (a safety net that costs one pass a round).
+  ObserveTasks(now, now >= next_round_ms_ ? nullptr : jobs);
   // Offers past their timeout.
   std::vector<std::string> expired;
   for (const auto& [id, o] : offers_) {

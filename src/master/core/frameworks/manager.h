@@ -9,9 +9,9 @@
 // An offer not answered within the offer timeout is rescinded, as are all
 // of a framework's offers when its stream ends. A framework task is a
 // one-task Herd job (labels herd.framework*, base/framework_labels.h) that
-// Accept commits together with its placement (Committer::Commit: all or
-// nothing, checked against the same ledger the built-in scheduler uses, so
-// neither can over-commit a machine). Task statuses are derived from the
+// Accept submits and places in one mutation (JobsSubmitted.place_on: all or
+// nothing, checked against the same ledger the built-in scheduler's
+// placements are, so neither can over-commit a machine). Task statuses are derived from the
 // cell state after each change, each with a uuid, and re-sent until
 // acknowledged. A disconnected framework keeps its tasks for its failover
 // timeout; then they are killed and it is removed. On takeover a new leader
@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,24 +40,9 @@
 #include "herd/v1/frameworks.pb.h"
 #include "master/core/api/context.h"
 #include "master/core/frameworks/allocator.h"
+#include "master/core/frameworks/options.h"
 
 namespace herd::master::frameworks {
-
-struct ManagerOptions {
-  int64_t offer_interval_ms = 1'000;
-  int64_t offer_timeout_ms = 30'000;
-  int64_t default_failover_ms = 60'000;
-  int64_t max_failover_ms = 7 * 86'400'000ll;
-  int64_t heartbeat_ms = 15'000;
-  int64_t resend_ms = 10'000;        // unacknowledged updates are sent again this often
-  int64_t default_refuse_ms = 5'000; // a decline without refuse_ms
-  int64_t max_refuse_ms = 86'400'000;
-  size_t max_tasks_per_accept = 256;
-  size_t max_offers_per_call = 1'024;
-  size_t max_frameworks = 1'000;
-  size_t max_tasks_per_framework = 100'000;
-  size_t max_queue = 100'000;  // events waiting on one stream before it is cut
-};
 
 // One subscription's events, in order. The stream handler pops them; the
 // manager pushes. Closed when replaced by a newer subscription, when the
@@ -111,6 +97,10 @@ class FrameworkManager {
   absl::StatusOr<v1::AcknowledgeResponse> Acknowledge(const Principal& who, const v1::AcknowledgeRequest& req);
   absl::StatusOr<v1::ReconcileResponse> Reconcile(const Principal& who, const v1::ReconcileRequest& req);
   absl::StatusOr<v1::TeardownResponse> Teardown(const Principal& who, const v1::TeardownRequest& req);
+  // The frameworks `who` may act for, with what each holds and its
+  // dominant share of the cell's up machines.
+  absl::StatusOr<v1::ListFrameworksResponse> ListFrameworks(const Principal& who,
+                                                            const v1::ListFrameworksRequest& req);
 
   // For tests and metrics.
   size_t frameworks() const;
@@ -155,7 +145,14 @@ class FrameworkManager {
   void RescindAll(const std::string& framework_id, bool tell) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Kills the framework's live jobs and forgets it.
   void Remove(const std::string& framework_id, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ObserveTasks(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The statuses of the framework tasks whose jobs are in `jobs` (null:
+  // of all of them) from the cell state; an update for each that changed.
+  void ObserveTasks(int64_t now, const std::set<std::string>* jobs = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tick() with only `jobs` observed (null: all), for the loop that knows
+  // from the change feed which jobs changed.
+  void Step(const std::set<std::string>* jobs);
+  void AddTask(Framework& f, const std::string& framework_id, const std::string& task_id, TaskRec rec)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AllocationRound(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status KillJobs(const std::vector<std::string>& jobs, const std::string& reason);
   std::string NewId(size_t hex_digits) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -170,6 +167,8 @@ class FrameworkManager {
   DrfAllocator alloc_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Framework> fws_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, OfferRec> offers_ ABSL_GUARDED_BY(mu_);
+  // Every live framework task by its job: job -> (framework id, task id).
+  std::map<std::string, std::pair<std::string, std::string>> by_job_ ABSL_GUARDED_BY(mu_);
   int64_t next_round_ms_ ABSL_GUARDED_BY(mu_) = 0;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
 

@@ -42,9 +42,10 @@ class ManagerTest : public ::testing::Test {
   }
 
   FrameworkManager::Subscription Subscribe(const std::string& user, const std::string& name, std::string id = "",
-                                           int64_t failover_ms = 0) {
+                                           int64_t failover_ms = 0, const std::string& role = "") {
     v1::SubscribeRequest req;
     req.mutable_framework()->set_name(name);
+    req.mutable_framework()->set_role(role);
     req.mutable_framework()->set_id(id);
     req.mutable_framework()->set_failover_timeout_ms(failover_ms);
     auto sub = mgr_->Subscribe(Principal::User(user), req);
@@ -91,6 +92,32 @@ class ManagerTest : public ::testing::Test {
     t->mutable_resources()->set_cpu_millis(cpu);
     t->mutable_resources()->set_memory_bytes(mem);
     return mgr_->Accept(Principal::User(user), req);
+  }
+
+  // Frameworks that each take one task of `cpu` per offer (declining what
+  // is too small) for `rounds` allocation rounds: how many each launched.
+  std::vector<int> OnePerOffer(const std::vector<std::pair<FrameworkManager::Subscription*, std::string>>& fws,
+                               int64_t cpu, int64_t mem, int rounds) {
+    std::vector<int> launched(fws.size());
+    for (int round = 0; round < rounds; ++round) {
+      Round();
+      for (size_t i = 0; i < fws.size(); ++i) {
+        const auto& [sub, user] = fws[i];
+        for (const v1::ResourceOffer& o : Offers(Drain(*sub))) {
+          if (o.resources().cpu_millis() < cpu || o.resources().memory_bytes() < mem) {
+            v1::DeclineRequest d;
+            d.set_framework_id(o.framework_id());
+            d.add_offer_ids(o.id());
+            EXPECT_TRUE(mgr_->Decline(Principal::User(user), d).ok());
+            continue;
+          }
+          auto r = Accept(user, o, absl::StrCat("t", round), cpu, mem);
+          EXPECT_TRUE(r.ok()) << r.status();
+          if (r.ok() && r->statuses(0).state() == v1::TASK_STAGING) ++launched[i];
+        }
+      }
+    }
+    return launched;
   }
 
   const cell::Job* Job(const std::string& id) {
@@ -439,6 +466,10 @@ TEST_F(ManagerPolicyTest, OnlyItsUserOrAnAdminActsForAFramework) {
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->statuses(0).state(), v1::TASK_STAGING) << ok->statuses(0).message();
   EXPECT_TRUE(mgr_->Reconcile(Principal::Admin("root"), r).ok());
+  // Each sees only the frameworks it may act for.
+  EXPECT_EQ(mgr_->ListFrameworks(bob, {})->frameworks_size(), 0);
+  EXPECT_EQ(mgr_->ListFrameworks(Principal::User("alice"), {})->frameworks_size(), 1);
+  EXPECT_EQ(mgr_->ListFrameworks(Principal::Admin("root"), {})->frameworks_size(), 1);
   EXPECT_TRUE(mgr_->Teardown(Principal::Admin("root"), t).ok());
   const cell::Job* job = Job("alice/" + FrameworkManager::JobName(f.framework_id, "t"));
   ASSERT_NE(job, nullptr);
@@ -480,6 +511,134 @@ TEST_F(ManagerTest, RecoveredFromTheCellOnTakeover) {
   ASSERT_TRUE(statuses.ok());
   ASSERT_EQ(statuses->statuses_size(), 1);
   EXPECT_EQ(statuses->statuses(0).task_id(), "t1");
+}
+
+// Role weights (herd master --framework-role b=3): B's dominant share counts
+// a third, so it holds three times what A holds. Ties go to the framework
+// registered first: A 1, B 1-3, A 2, B 4-6, A 3, B 7.
+TEST_F(ManagerTest, RoleWeightsDivideTheDominantShare) {
+  opts_.roles["heavy"] = RoleOptions{3, {}};
+  mgr_ = std::make_unique<FrameworkManager>(&core_->committer(), &clock_, &core_->options(), opts_);
+  AddMachine("m1", 10'000, 100 * kGi);
+  auto a = Subscribe("alice", "a");
+  auto b = Subscribe("bob", "b", "", 0, "heavy");
+  std::vector<int> n = OnePerOffer({{&a, "alice"}, {&b, "bob"}}, 1000, 1 * kGi, 15);
+  EXPECT_EQ(n[0], 3);
+  EXPECT_EQ(n[1], 7);
+  auto list = mgr_->ListFrameworks(Principal::Admin("root"), {});
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->frameworks_size(), 2);
+  std::map<std::string, v1::FrameworkSummary> by_name;
+  for (const auto& f : list->frameworks()) by_name[f.info().name()] = f;
+  EXPECT_DOUBLE_EQ(by_name["a"].role_weight(), 1);
+  EXPECT_DOUBLE_EQ(by_name["b"].role_weight(), 3);
+  EXPECT_DOUBLE_EQ(by_name["a"].dominant_share(), 0.3);
+  EXPECT_EQ(by_name["a"].dominant_resource(), "cpu");
+  EXPECT_DOUBLE_EQ(by_name["b"].dominant_share(), 0.7);
+  EXPECT_EQ(by_name["b"].tasks(), 7);
+  EXPECT_TRUE(by_name["b"].connected());
+  EXPECT_EQ(list->total().cpu_millis(), 10'000);
+}
+
+// A guarantee puts its role first until it holds it, whatever its share:
+// G takes 6 CPUs before A is offered anything; DRF shares out the rest.
+TEST_F(ManagerTest, GuaranteedRoleIsOfferedFirstUntilItHoldsItsGuarantee) {
+  ResourceVector six;
+  six.cpu_millis = 6000;
+  opts_.roles["guaranteed"] = RoleOptions{1, six};
+  mgr_ = std::make_unique<FrameworkManager>(&core_->committer(), &clock_, &core_->options(), opts_);
+  AddMachine("m1", 10'000, 100 * kGi);
+  auto a = Subscribe("alice", "a");
+  auto g = Subscribe("bob", "g", "", 0, "guaranteed");
+  std::vector<int> first = OnePerOffer({{&a, "alice"}, {&g, "bob"}}, 1000, 1 * kGi, 6);
+  EXPECT_EQ(first[0], 0);
+  EXPECT_EQ(first[1], 6);
+  std::vector<int> rest = OnePerOffer({{&a, "alice"}, {&g, "bob"}}, 1000, 1 * kGi, 10);
+  EXPECT_EQ(rest[0], 4);
+  EXPECT_EQ(rest[1], 0);
+}
+
+// A new leader does not know which updates the old one had acknowledged:
+// each task's latest status (live, or ended within resend_ended_within_ms)
+// is delivered again and re-sent until acknowledged. At least once.
+TEST_F(ManagerTest, NewLeaderDeliversEachTasksLatestStatusUntilAcknowledged) {
+  AddMachine("m1", 4000, 8 * kGi);
+  auto f = Subscribe("alice", "steady", "", 120'000);
+  Round();
+  auto offers = Offers(Drain(f));
+  ASSERT_EQ(offers.size(), 1u);
+  v1::AcceptRequest req;
+  req.set_framework_id(f.framework_id);
+  req.add_offer_ids(offers[0].id());
+  for (const char* id : {"old", "done", "live"}) {
+    v1::FrameworkTask* t = req.add_tasks();
+    t->set_task_id(id);
+    t->add_argv("/bin/true");
+    t->mutable_resources()->set_cpu_millis(100);
+    t->mutable_resources()->set_memory_bytes(64 << 20);
+  }
+  auto r = mgr_->Accept(Principal::User("alice"), req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const auto& st : r->statuses()) ASSERT_EQ(st.state(), v1::TASK_STAGING) << st.message();
+  auto exit0 = [&](const std::string& task) {
+    v1::Mutation exited;
+    *exited.mutable_task_exited()->mutable_task() = Ref("alice/" + FrameworkManager::JobName(f.framework_id, task));
+    exited.mutable_task_exited()->set_exit_code(0);
+    exited.set_time_ms(clock_.NowMs());
+    Commit(exited);
+  };
+  exit0("old");
+  clock_.AdvanceMs(opts_.resend_ended_within_ms + 1);
+  exit0("done");
+  mgr_->Tick();
+  // The old leader's stream saw everything (and it was acknowledged there,
+  // for all the new leader knows).
+  EXPECT_FALSE(Updates(Drain(f)).empty());
+
+  FrameworkManager next(&core_->committer(), &clock_, &core_->options(), opts_);
+  next.Recover();
+  v1::SubscribeRequest again;
+  again.mutable_framework()->set_id(f.framework_id);
+  again.mutable_framework()->set_name("steady");
+  auto sub = next.Subscribe(Principal::User("alice"), again);
+  ASSERT_TRUE(sub.ok()) << sub.status();
+  std::map<std::string, v1::FrameworkTaskStatus> got;
+  for (const auto& u : Updates(Drain(*sub))) got[u.task_id()] = u;
+  ASSERT_EQ(got.size(), 2u) << "the task that ended long ago is not sent again";
+  EXPECT_EQ(got["done"].state(), v1::TASK_FINISHED);
+  EXPECT_EQ(got["live"].state(), v1::TASK_STAGING);
+  EXPECT_FALSE(got["done"].uuid().empty());
+  EXPECT_EQ(next.Held(f.framework_id).cpu_millis, 100);  // only the live one
+  // Re-sent until acknowledged; then not.
+  clock_.AdvanceMs(opts_.resend_ms);
+  next.Tick();
+  EXPECT_EQ(Updates(Drain(*sub)).size(), 2u);
+  for (const auto& [task, u] : got) {
+    v1::AcknowledgeRequest ack;
+    ack.set_framework_id(f.framework_id);
+    ack.set_task_id(task);
+    ack.set_uuid(u.uuid());
+    ASSERT_TRUE(next.Acknowledge(Principal::User("alice"), ack).ok());
+  }
+  clock_.AdvanceMs(opts_.resend_ms);
+  next.Tick();
+  EXPECT_TRUE(Updates(Drain(*sub)).empty());
+}
+
+// Removed while connected (teardown, or by an operator): the stream's last
+// event says why.
+TEST_F(ManagerTest, TeardownEndsTheStreamWithAnError) {
+  auto f = Subscribe("alice", "gone");
+  Drain(f);
+  v1::TeardownRequest t;
+  t.set_framework_id(f.framework_id);
+  ASSERT_TRUE(mgr_->Teardown(Principal::Admin("root"), t).ok());
+  auto events = Drain(f);
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(events.back().has_error());
+  EXPECT_NE(events.back().error().message().find("torn down by root"), std::string::npos)
+      << events.back().error().message();
+  EXPECT_TRUE(f.events->closed());
 }
 
 }  // namespace

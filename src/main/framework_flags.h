@@ -1,0 +1,26 @@
+// herd master's Framework API flags (issue #17; docs/frameworks.md): the
+// offer round, timeouts, and each role's weight and guarantee.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/status/status.h"
+#include "master/core/frameworks/options.h"
+
+namespace herd {
+
+struct FrameworkFlags {
+  std::string offer_interval = "1s";
+  std::string offer_timeout = "30s";
+  std::string failover_timeout = "60s";
+  // NAME=WEIGHT[,RESOURCES]: e.g. "analytics=2" or "prod=1,cpu=8,memory=32Gi".
+  std::vector<std::string> roles;
+};
+
+void AddFrameworkFlags(CLI::App* cmd, FrameworkFlags* f);
+absl::Status ApplyFrameworkFlags(const FrameworkFlags& f, master::frameworks::ManagerOptions* out);
+
+}  // namespace herd
