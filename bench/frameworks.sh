@@ -19,23 +19,28 @@
 #      task per offer, `sleep 4` each, 40 of them. DRF predicts 2/3 and 2/3.
 #    - weighted: one agent of 10 CPUs and 100 GiB, both frameworks' tasks
 #      <1 CPU, 1 GiB>, B's role weighted 3 (herd master --framework-role).
-#      DRF predicts A 1/4, B 3/4 of the CPUs.
-#    `herd frameworks --json` is sampled every 0.5 s; the mean of each
-#    framework's dominant share is taken over the samples while both still
-#    have tasks to launch (the contended part of the run).
+#      DRF predicts A 1/4, B 3/4 of the CPUs; in whole tasks, A 3 and B 7.
+#    Each framework has 400 tasks, more than it can run in the window, so
+#    both compete throughout: `herd frameworks --json` is sampled every
+#    0.5 s for 40 s, and the mean of each framework's dominant share is
+#    taken after the first 5 s (the ramp-up). Then the frameworks are
+#    stopped and the cell goes down.
 #
-#   bench/frameworks.sh [--tasks "200 1000"] [--skip-latency] [--skip-drf]
+#   bench/frameworks.sh [--tasks "200 1000"] [--offer-interval 1s] [--skip-latency] [--skip-drf]
+# (--offer-interval: the master's --framework-offer-interval in part 1)
 # Prints RESULT lines.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 herd=$root/build/bin/herd
 fw=$root/build/bin/herd-example-framework
 sizes="200 1000"
+interval=1s
 latency=1
 drf=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --tasks) sizes=$2; shift 2 ;;
+    --offer-interval) interval=$2; shift 2 ;;
     --skip-latency) latency=0; shift ;;
     --skip-drf) drf=0; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
@@ -67,7 +72,7 @@ submit_to_finish() {
 }
 
 if [ $latency -eq 1 ]; then
-  up --agents 3 --poll-interval 1s
+  up --agents 3 --poll-interval 1s --master-arg=--framework-offer-interval=$interval
   user=$(id -un)
   for n in $sizes; do
     # The framework.
@@ -79,14 +84,14 @@ if [ $latency -eq 1 ]; then
     # The same jobs on the master's clock: accept (SUBMIT) -> FINISH.
     read -r c50 c99 < <("${h[@]}" jobs --all --json | jq -r '.jobs[] | select(.spec.labels["herd.framework-name"]=="lat'"$n"'") | .id' |
       while read -r job; do submit_to_finish "$job"; done | pct)
-    echo "framework, $n tasks: offer->running p50 $p50 ms, p99 $p99 ms; accept->finish p50 $c50 ms, p99 $c99 ms; $rate tasks/s"
+    echo "framework (offers every $interval), $n tasks: offer->running p50 $p50 ms, p99 $p99 ms; accept->finish p50 $c50 ms, p99 $c99 ms; $rate tasks/s"
     echo "RESULT framework_${n}_offer_to_running_p50_ms=$p50"
     echo "RESULT framework_${n}_offer_to_running_p99_ms=$p99"
     echo "RESULT framework_${n}_accept_to_finish_p50_ms=$c50"
     echo "RESULT framework_${n}_accept_to_finish_p99_ms=$c99"
     echo "RESULT framework_${n}_tasks_per_second=$rate"
     # The built-in scheduler: one job of n tasks.
-    printf 'name: base%d\nuser: %s\npriority: batch\ntasks: %d\ncommand: ["/bin/true"]\nresources: {cpu: 10m, memory: 16Mi}\nrestart: {mode: NEVER}\n' \
+    printf 'name: base%d\nuser: %s\npriority: batch\ntasks: %d\ncommand: ["/bin/true"]\nresources: {cpu: 10m, memory: 16Mi}\nrestart: {policy: never}\n' \
       "$n" "$user" "$n" > "$dir/base$n.yaml"
     t0=$(now)
     "${h[@]}" submit "$dir/base$n.yaml" >/dev/null
@@ -107,13 +112,15 @@ if [ $latency -eq 1 ]; then
   down
 fi
 
-# drf_run NAME CAPACITY ROLE_FLAG A_CPU A_MEM B_CPU B_MEM B_ROLE PRED_A PRED_B
+# drf_run NAME CAPACITY ROLE_FLAG A_CPU A_MEM B_CPU B_MEM B_ROLE PRED_A PRED_B PRED_TASKS_A PRED_TASKS_B
+# (the predicted shares of continuous DRF, and the tasks each holds when
+# whole tasks are handed out one at a time by DRF, ties to A)
 drf_run() {
-  local name=$1 cap=$2 roleflag=$3 acpu=$4 amem=$5 bcpu=$6 bmem=$7 brole=$8 pa=$9 pb=${10}
+  local name=$1 cap=$2 roleflag=$3 acpu=$4 amem=$5 bcpu=$6 bmem=$7 brole=$8 pa=$9 pb=${10} pta=${11} ptb=${12}
   local margs=(--master-arg=--framework-offer-interval=250ms)
   [ -n "$roleflag" ] && margs+=("--master-arg=$roleflag")
   up --agents 1 --agent-capacity "$cap" --poll-interval 1s "${margs[@]}"
-  local tasks=40 samples=$dir/samples.txt
+  local tasks=400 samples=$dir/samples.txt
   "$fw" --master "$master" --credentials "$dir/credentials.pem" --name a --tasks $tasks --per-offer 1 \
     --cpu "$acpu" --memory "$amem" -- /bin/sleep 4 2>/dev/null >/dev/null &
   local pa_pid=$!
@@ -123,20 +130,28 @@ drf_run() {
     --cpu "$bcpu" --memory "$bmem" "${rflag[@]}" -- /bin/sleep 4 2>/dev/null >/dev/null &
   local pb_pid=$!
   : > "$samples"
-  # Bounded: at most 10 minutes of samples.
-  for _ in $(seq 1 1200); do
-    kill -0 $pa_pid 2>/dev/null || kill -0 $pb_pid 2>/dev/null || break
+  local t0 t
+  t0=$(now)
+  # Bounded: 40 s of samples.
+  while :; do
+    t=$(echo "$(now) - $t0" | bc)
+    [ "$(echo "$t > 40" | bc)" -eq 1 ] && break
     "${h[@]}" frameworks --json 2>/dev/null |
-      jq -r '[.frameworks[] | {(.info.name): (.dominantShare // 0)}] | add // {} | "\(.a // "-") \(.b // "-")"' >> "$samples" || true
+      jq -r --arg t "$t" '[.frameworks[] | {(.info.name): [.dominantShare // 0, .tasks // 0]}] | add // {} |
+        "\($t) \(.a[0] // "-") \(.b[0] // "-") \(.a[1] // "-") \(.b[1] // "-")"' >> "$samples" || true
     sleep 0.5
   done
-  wait $pa_pid || true
-  wait $pb_pid || true
-  # The contended part: both registered and neither done (both listed with
-  # a share); each task takes 4 s, so a framework whose last tasks run
-  # still competes until it ends -- the tail is cut at the first sample
-  # where one is gone.
-  read -r ma mb n < <(awk '$1!="-" && $2!="-" {sa+=$1; sb+=$2; n++} $1=="-" || $2=="-" {if (n>0) exit} END {if (n==0) n=1; printf "%.3f %.3f %d\n", sa/n, sb/n, n}' "$samples")
+  kill $pa_pid $pb_pid 2>/dev/null || true
+  wait $pa_pid 2>/dev/null || true
+  wait $pb_pid 2>/dev/null || true
+  # After the ramp-up, while both are listed.
+  read -r ma mb ta tb n < <(awk '$1 >= 5 && $2 != "-" && $3 != "-" {sa+=$2; sb+=$3; na+=$4; nb+=$5; n++}
+      END {if (n==0) n=1; printf "%.3f %.3f %.2f %.2f %d\n", sa/n, sb/n, na/n, nb/n, n}' "$samples")
+  echo "$name: mean tasks running A $ta, B $tb (whole-task DRF: $pta and $ptb)"
+  echo "RESULT ${name}_tasks_a=$ta"
+  echo "RESULT ${name}_tasks_b=$tb"
+  echo "RESULT ${name}_predicted_tasks_a=$pta"
+  echo "RESULT ${name}_predicted_tasks_b=$ptb"
   echo "$name: mean dominant share A $ma (DRF predicts $pa), B $mb (predicts $pb), over $n samples"
   echo "RESULT ${name}_share_a=$ma"
   echo "RESULT ${name}_share_b=$mb"
@@ -147,6 +162,6 @@ drf_run() {
 }
 
 if [ $drf -eq 1 ]; then
-  drf_run drf "cpu=9,memory=18Gi" "" 1 4Gi 3 1Gi "" 0.667 0.667
-  drf_run weighted "cpu=10,memory=100Gi" "--framework-role=heavy=3" 1 1Gi 1 1Gi heavy 0.250 0.750
+  drf_run drf "cpu=9,memory=18Gi" "" 1 4Gi 3 1Gi "" 0.667 0.667 3 2
+  drf_run weighted "cpu=10,memory=100Gi" "--framework-role=heavy=3" 1 1Gi 1 1Gi heavy 0.250 0.750 3 7
 fi
