@@ -9,10 +9,7 @@
 
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
-#include "master/core/master_core.h"
-#include "store/log_store.h"
-#include "testing/builders.h"
-#include "testing/fake_agent_link.h"
+#include "master/core/testing.h"
 
 namespace herd::master {
 namespace {
@@ -23,36 +20,12 @@ int64_t UtcMs(int y, int mo, int d, int h, int mi) {
   return absl::ToUnixMillis(absl::FromCivil(absl::CivilMinute(y, mo, d, h, mi), absl::UTCTimeZone()));
 }
 
-class BatchControllerTest : public ::testing::Test {
+class BatchControllerTest : public ManualMasterTest {
  protected:
   void SetUp() override {
     clock_.SetNowMs(UtcMs(2025, 6, 1, 10, 7));
     Open();
-    v1::RegisterMachineRequest r;
-    *r.mutable_machine() = MachineBuilder("m0").Cpu(8000).Address("m0:1").Build();
-    ASSERT_TRUE(core_->machines().RegisterMachine(Principal::Machine("m0"), r).ok());
-  }
-  // A master on the store, at the test's clock, that polls and schedules
-  // nothing by itself (the test plays the scheduler and the agents).
-  void Open() {
-    MasterOptions o;
-    o.run_scheduler = false;
-    o.run_link = false;
-    auto core = MasterCore::Create(&store_, &link_, &clock_, o);
-    ASSERT_TRUE(core.ok()) << core.status();
-    core_ = std::move(*core);
-  }
-  // The leader stops; another recovers from the log.
-  void Failover() {
-    core_->Stop();
-    core_.reset();
-    Open();
-  }
-  void Commit(v1::Mutation m) {
-    m.set_time_ms(clock_.NowMs());
-    std::vector<v1::Mutation> ms{std::move(m)};
-    std::vector<absl::Status> st = core_->committer().CommitEach("test", std::move(ms));
-    ASSERT_TRUE(st[0].ok()) << st[0];
+    AddMachine(MachineBuilder("m0").Cpu(8000).Address("m0:1").Build());
   }
   absl::Status Submit(const v1::JobSpec& spec) {
     v1::SubmitRequest req;
@@ -78,11 +51,6 @@ class BatchControllerTest : public ::testing::Test {
     return n.ok() ? *n : -1;
   }
   std::string RunOf(const char* name, int64_t due_ms) { return absl::StrCat("alice/", name, "-", due_ms / 1000); }
-
-  ManualClock clock_;
-  store::MemoryLogStore store_;
-  FakeAgentLink link_;
-  std::unique_ptr<MasterCore> core_;
 };
 
 TEST_F(BatchControllerTest, AfterReleasesOnSuccessAndFailsOnFailureAcrossAFailover) {

@@ -7,10 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "base/framework_labels.h"
-#include "master/core/master_core.h"
-#include "store/log_store.h"
-#include "testing/builders.h"
-#include "testing/fake_agent_link.h"
+#include "master/core/testing.h"
 
 namespace herd::master::frameworks {
 namespace {
@@ -19,26 +16,22 @@ using namespace herd::testing;  // NOLINT
 
 constexpr int64_t kGi = 1ll << 30;
 
-class ManagerTest : public ::testing::Test {
+// Only the frameworks place tasks here (the master runs no scheduler).
+class ManagerTest : public ManualMasterTest {
  protected:
   void SetUp() override {
     MasterOptions o;
     if (policy_) o.authorizer = std::make_shared<CellPolicy>();
-    o.run_scheduler = false;  // only the frameworks place tasks here
-    o.run_link = false;
-    auto core = MasterCore::Create(&store_, &link_, &clock_, o);
-    ASSERT_TRUE(core.ok()) << core.status();
-    core_ = std::move(*core);
+    Open(o);
     mgr_ = std::make_unique<FrameworkManager>(&core_->committer(), &clock_, &core_->options(), opts_);
   }
 
+  using ManualMasterTest::AddMachine;
   void AddMachine(const std::string& name, int64_t cpu, int64_t mem, std::map<std::string, std::string> attrs = {}) {
-    v1::RegisterMachineRequest reg;
     MachineBuilder b(name);
     b.Cpu(cpu).Memory(mem).Address(name + ":1");
     for (const auto& [k, v] : attrs) b.Attr(k, v);
-    *reg.mutable_machine() = b.Build();
-    ASSERT_TRUE(core_->machines().RegisterMachine(Principal::Machine(name), reg).ok());
+    AddMachine(b.Build());
   }
 
   FrameworkManager::Subscription Subscribe(const std::string& user, const std::string& name, std::string id = "",
@@ -131,17 +124,8 @@ class ManagerTest : public ::testing::Test {
         [&](const cell::CellState& s) { return s.FindTask(job, 0)->incarnation(); }));
     return r;
   }
-  void Commit(v1::Mutation m) {
-    auto st = core_->committer().CommitEach("agent:m1", {std::move(m)});
-    ASSERT_TRUE(st[0].ok()) << st[0];
-  }
-
   bool policy_ = false;  // the cell's real policy instead of allow-all
-  ManualClock clock_;
   ManagerOptions opts_;
-  store::MemoryLogStore store_;
-  FakeAgentLink link_;
-  std::unique_ptr<MasterCore> core_;
   std::unique_ptr<FrameworkManager> mgr_;
 };
 
@@ -584,7 +568,6 @@ TEST_F(ManagerTest, NewLeaderDeliversEachTasksLatestStatusUntilAcknowledged) {
     v1::Mutation exited;
     *exited.mutable_task_exited()->mutable_task() = Ref("alice/" + FrameworkManager::JobName(f.framework_id, task));
     exited.mutable_task_exited()->set_exit_code(0);
-    exited.set_time_ms(clock_.NowMs());
     Commit(exited);
   };
   exit0("old");

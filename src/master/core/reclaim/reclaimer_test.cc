@@ -7,11 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "master/core/master_core.h"
+#include "master/core/testing.h"
 #include "sched/scheduler.h"
-#include "store/log_store.h"
-#include "testing/builders.h"
-#include "testing/fake_agent_link.h"
 
 namespace herd::master {
 namespace {
@@ -20,33 +17,18 @@ using namespace herd::testing;  // NOLINT
 
 constexpr int64_t kSec = 1000;
 
-class ReclaimerTest : public ::testing::Test {
+class ReclaimerTest : public ManualMasterTest {
  protected:
   void SetUp() override {
     clock_.SetNowMs(1'700'000'000'000);
-    Open();
-    v1::RegisterMachineRequest r;
-    *r.mutable_machine() = MachineBuilder("m0").Cpu(2000).Memory(4LL << 30).Address("m0:1").Build();
-    ASSERT_TRUE(core_->machines().RegisterMachine(Principal::Machine("m0"), r).ok());
-  }
-  void Open() {
     MasterOptions o;
-    o.run_scheduler = false;
-    o.run_link = false;
     o.reclaim.enabled = true;
     o.reclaim.estimator.kind = cell::EstimatorOptions::Kind::kBorg;
     o.reclaim.estimator.margin = 0.25;
     o.reclaim.estimator.half_life_ms = 10 * kSec;
     o.reclaim.estimator.startup_ms = 30 * kSec;
-    auto core = MasterCore::Create(&store_, &link_, &clock_, o);
-    ASSERT_TRUE(core.ok()) << core.status();
-    core_ = std::move(*core);
-  }
-  void Commit(v1::Mutation m) {
-    m.set_time_ms(clock_.NowMs());
-    std::vector<v1::Mutation> ms{std::move(m)};
-    std::vector<absl::Status> st = core_->committer().CommitEach("test", std::move(ms));
-    ASSERT_TRUE(st[0].ok()) << st[0];
+    Open(o);
+    AddMachine(MachineBuilder("m0").Cpu(2000).Memory(4LL << 30).Address("m0:1").Build());
   }
   const v1::Task Task(const std::string& job, int32_t i) {
     return core_->committer().Read([&](const cell::CellState& s) { return s.FindTask(job, i)->ToProto(); });
@@ -83,11 +65,6 @@ class ReclaimerTest : public ::testing::Test {
       return false;
     });
   }
-
-  ManualClock clock_;
-  store::MemoryLogStore store_;
-  FakeAgentLink link_;
-  std::unique_ptr<MasterCore> core_;
 };
 
 TEST_F(ReclaimerTest, IdleProductionCpuIsLentToBatchAndTakenBackAtOnce) {
@@ -139,9 +116,7 @@ TEST_F(ReclaimerTest, AMasterThatTakesOverGoesOnFromTheCellsReservations) {
   Commit(Schedule("alice/web", 0, "m0"));
   Run("alice/web", 0, 100, 100LL << 20, 200);
   const int64_t before = Task("alice/web", 0).reservation().cpu_millis();
-  core_->Stop();
-  core_.reset();
-  Open();
+  Failover();
   Run("alice/web", 0, 100, 100LL << 20, 5);
   // No jump back to the limit: it starts where the cell says.
   EXPECT_LE(Task("alice/web", 0).reservation().cpu_millis(), before);

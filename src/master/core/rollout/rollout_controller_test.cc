@@ -5,10 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "master/core/master_core.h"
-#include "store/log_store.h"
-#include "testing/builders.h"
-#include "testing/fake_agent_link.h"
+#include "master/core/testing.h"
 
 namespace herd::master {
 namespace {
@@ -17,26 +14,10 @@ using namespace herd::testing;  // NOLINT
 
 constexpr char kWeb[] = "alice/web";
 
-class RolloutControllerTest : public ::testing::Test {
+class RolloutControllerTest : public ManualMasterTest {
  protected:
   void SetUp() override { Open(); }
 
-  // A master on the store, at the test's clock, that polls and schedules
-  // nothing by itself (the test plays the scheduler and the agents).
-  void Open() {
-    MasterOptions o;
-    o.run_scheduler = false;
-    o.run_link = false;
-    auto core = MasterCore::Create(&store_, &link_, &clock_, o);
-    ASSERT_TRUE(core.ok()) << core.status();
-    core_ = std::move(*core);
-  }
-  void Commit(v1::Mutation m) {
-    m.set_time_ms(clock_.NowMs());
-    std::vector<v1::Mutation> ms{std::move(m)};
-    std::vector<absl::Status> st = core_->committer().CommitEach("test", std::move(ms));
-    ASSERT_TRUE(st[0].ok()) << st[0];
-  }
   // The agent reports task i's current run active, started now.
   void Serve(int32_t i) {
     const int64_t inc = Task(i).incarnation();
@@ -77,18 +58,11 @@ class RolloutControllerTest : public ::testing::Test {
     for (int32_t i = 0; i < 3; ++i) n += Task(i).job_version() == v;
     return n;
   }
-
-  ManualClock clock_;
-  store::MemoryLogStore store_;
-  FakeAgentLink link_;
-  std::unique_ptr<MasterCore> core_;
 };
 
 TEST_F(RolloutControllerTest, AMasterRecoveredMidUpdateGoesOnFromTheLog) {
   for (const char* m : {"m0", "m1", "m2"}) {
-    v1::RegisterMachineRequest r;
-    *r.mutable_machine() = MachineBuilder(m).Cpu(4000).Address(std::string(m) + ":1").Build();
-    ASSERT_TRUE(core_->machines().RegisterMachine(Principal::Machine(m), r).ok());
+    AddMachine(MachineBuilder(m).Cpu(4000).Address(std::string(m) + ":1").Build());
   }
   Submit(JobBuilder("web").Tasks(3).Command({"v1"}).Build());
   for (int32_t i = 0; i < 3; ++i) {
@@ -109,9 +83,7 @@ TEST_F(RolloutControllerTest, AMasterRecoveredMidUpdateGoesOnFromTheLog) {
   clock_.AdvanceMs(5'000);
 
   // The master stops; another recovers from the log and carries on.
-  core_->Stop();
-  core_.reset();
-  Open();
+  Failover();
   EXPECT_EQ(Job().rollout().state(), v1::Rollout::ROLLING);
   EXPECT_EQ(Job().rollout().outdated(), 2);
   ASSERT_EQ(*core_->StepRollouts(), 1);  // task 1
