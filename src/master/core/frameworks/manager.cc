@@ -245,6 +245,7 @@ void FrameworkManager::Stop() {
 
 void FrameworkManager::Loop() {
   int64_t seen = committer_->revision();
+  bool early = false;  // an early round is due once the gap has passed
   for (;;) {
     {
       absl::MutexLock l(&stop_mu_);
@@ -255,7 +256,9 @@ void FrameworkManager::Loop() {
     // framework jobs they name. A change that moves tasks without naming
     // them (a machine down or drained, a job update), or a feed this loop
     // fell behind, means a look at all of them.
-    auto batch = committer_->WaitForMutations(seen, std::min<int64_t>(opts_.offer_interval_ms, 500), 10'000);
+    const int64_t wait_ms = early ? std::max<int64_t>(opts_.min_round_gap_ms, 1)
+                                  : std::min<int64_t>(opts_.offer_interval_ms, 500);
+    auto batch = committer_->WaitForMutations(seen, wait_ms, 10'000);
     std::set<std::string> jobs;
     bool all = !batch.ok();
     if (!batch.ok()) {
@@ -264,7 +267,7 @@ void FrameworkManager::Loop() {
       seen = batch->back().revision();
       for (const v1::Mutation& m : *batch) all = !JobsNamed(m, &jobs) || all;
     }
-    Step(all ? nullptr : &jobs);
+    early = Step(all ? nullptr : &jobs);
     // Changes that come in a burst (an accept's, an agent's poll) are
     // seen by one step.
     if (batch.ok() && !batch->empty()) absl::SleepFor(absl::Milliseconds(5));
@@ -473,6 +476,7 @@ void FrameworkManager::RescindOffer(const std::string& offer_id, bool tell) {
   auto it = offers_.find(offer_id);
   if (it == offers_.end()) return;
   alloc_.Recover(it->second.framework, it->second.resources);
+  freed_ = true;
   if (tell) {
     if (auto f = fws_.find(it->second.framework); f != fws_.end()) {
       v1::FrameworkEvent e;
@@ -880,6 +884,7 @@ void FrameworkManager::ObserveTasks(int64_t now, const std::set<std::string>* jo
     Update(f, it->first, rec.job, o.state, o.message, o.machine, o.exit_code, now);
     if (!Terminal(o.state)) return std::next(it);
     alloc_.Recover(fid, rec.held);
+    freed_ = true;
     by_job_.erase(rec.job);
     return f.tasks.erase(it);
   };
@@ -952,12 +957,13 @@ void FrameworkManager::AllocationRound(int64_t now) {
 
 void FrameworkManager::Tick() { Step(nullptr); }
 
-void FrameworkManager::Step(const std::set<std::string>* jobs) {
+bool FrameworkManager::Step(const std::set<std::string>* jobs) {
   const int64_t now = clock_->NowMs();
   absl::MutexLock l(&mu_);
   // Every task is looked at before each allocation round, whatever the
   // feed said (a safety net that costs one pass a round).
   ObserveTasks(now, now >= next_round_ms_ ? nullptr : jobs);
+  const bool round = now >= next_round_ms_ || (freed_ && now - last_round_ms_ >= opts_.min_round_gap_ms);
   // Offers past their timeout.
   std::vector<std::string> expired;
   for (const auto& [id, o] : offers_) {
@@ -997,10 +1003,13 @@ void FrameworkManager::Step(const std::set<std::string>* jobs) {
       f.last_heartbeat_ms = now;
     }
   }
-  if (now >= next_round_ms_) {
+  if (round) {
     AllocationRound(now);
     next_round_ms_ = now + opts_.offer_interval_ms;
+    last_round_ms_ = now;
+    freed_ = false;
   }
+  return freed_;
 }
 
 size_t FrameworkManager::frameworks() const {

@@ -150,7 +150,8 @@ class FrameworkManager {
   void ObserveTasks(int64_t now, const std::set<std::string>* jobs = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tick() with only `jobs` observed (null: all), for the loop that knows
   // from the change feed which jobs changed.
-  void Step(const std::set<std::string>* jobs);
+  // True if resources came back that an early round will offer.
+  bool Step(const std::set<std::string>* jobs);
   void AddTask(Framework& f, const std::string& framework_id, const std::string& task_id, TaskRec rec)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AllocationRound(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -170,6 +171,10 @@ class FrameworkManager {
   // Every live framework task by its job: job -> (framework id, task id).
   std::map<std::string, std::pair<std::string, std::string>> by_job_ ABSL_GUARDED_BY(mu_);
   int64_t next_round_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_round_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  // Resources came back (a task ended, an offer was answered or rescinded)
+  // since the last round: the next may come early (min_round_gap_ms).
+  bool freed_ ABSL_GUARDED_BY(mu_) = false;
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex stop_mu_;

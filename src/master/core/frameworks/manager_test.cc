@@ -608,6 +608,35 @@ TEST_F(ManagerTest, NewLeaderDeliversEachTasksLatestStatusUntilAcknowledged) {
   EXPECT_TRUE(Updates(Drain(*sub)).empty());
 }
 
+// What a task frees is offered again at once (after min_round_gap_ms), not
+// at the next offer interval.
+TEST_F(ManagerTest, WhatATaskFreesIsOfferedBeforeTheNextInterval) {
+  AddMachine("m1", 1000, 4 * kGi);
+  auto f = Subscribe("alice", "quick");
+  Round();
+  auto offers = Offers(Drain(f));
+  ASSERT_EQ(offers.size(), 1u);
+  auto r = Accept("alice", offers[0], "all", 1000, 1 * kGi);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->statuses(0).state(), v1::TASK_STAGING) << r->statuses(0).message();
+  Drain(f);
+  clock_.AdvanceMs(opts_.min_round_gap_ms);
+  mgr_->Tick();
+  EXPECT_TRUE(Offers(Drain(f)).empty()) << "no CPU left to offer";
+  v1::Mutation exited;
+  *exited.mutable_task_exited()->mutable_task() = Ref(r->statuses(0).job());
+  exited.mutable_task_exited()->set_exit_code(0);
+  Commit(exited);
+  mgr_->Tick();  // its end is seen; the last round was just now
+  EXPECT_TRUE(Offers(Drain(f)).empty()) << "rounds come at most every min_round_gap_ms";
+  clock_.AdvanceMs(opts_.min_round_gap_ms);
+  mgr_->Tick();
+  auto again = Offers(Drain(f));
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].resources().cpu_millis(), 1000);
+  ASSERT_LT(2 * opts_.min_round_gap_ms, opts_.offer_interval_ms);  // so it came before the interval
+}
+
 // Removed while connected (teardown, or by an operator): the stream's last
 // event says why.
 TEST_F(ManagerTest, TeardownEndsTheStreamWithAnError) {

@@ -22,6 +22,10 @@ struct RoleOptions {
 
 struct ManagerOptions {
   int64_t offer_interval_ms = 1'000;  // an allocation round at least this often
+  // ... and sooner, but not more often than this, after resources came back
+  // (a task ended, an accept left part of an offer): what frees up is
+  // offered again at once, not at the next interval.
+  int64_t min_round_gap_ms = 50;
   int64_t offer_timeout_ms = 30'000;  // an unanswered offer is rescinded after this
   int64_t default_failover_ms = 60'000;
   int64_t max_failover_ms = 7 * 86'400'000ll;
