@@ -19,6 +19,9 @@
 // tasks_per_second (tasks finished over the time from the first offer to
 // the last finish).
 //
+// --master may be a list (HOST:PORT,HOST:PORT,...) of replicated masters:
+// it talks to the one that leads, and follows a failover.
+//
 // Runs N copies of CMD; exits 0 when all N finished with exit code 0, 1 when
 // one failed more than --retries times (or the timeout passed), 2 on bad
 // usage. The credential is found as the herd CLI finds it (--credentials,
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/units.h"
 #include "cli/client.h"
 #include "herd/v1/frameworks.grpc.pb.h"
@@ -82,8 +86,14 @@ struct Slot {
 
 class Framework {
  public:
-  Framework(Flags flags, std::shared_ptr<grpc::Channel> channel)
-      : flags_(std::move(flags)), stub_(herd::v1::Frameworks::NewStub(channel)), slots_(flags_.tasks) {}
+  // One channel per master of the list: the framework talks to one at a
+  // time, and moves to the next when that one does not lead (a follower
+  // answers UNAVAILABLE) or cannot be reached, as a Mesos framework looks
+  // for the leading master.
+  Framework(Flags flags, std::vector<std::shared_ptr<grpc::Channel>> channels)
+      : flags_(std::move(flags)), slots_(flags_.tasks) {
+    for (auto& c : channels) stubs_.push_back(herd::v1::Frameworks::NewStub(c));
+  }
 
   int Run() {
     const auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(flags_.timeout_ms);
@@ -95,7 +105,7 @@ class Framework {
       req.mutable_framework()->set_id(id_);
       req.mutable_framework()->set_name(flags_.name);
       req.mutable_framework()->set_role(flags_.role);
-      auto stream = stub_->Subscribe(ctx.get(), req);
+      auto stream = Stub().Subscribe(ctx.get(), req);
       herd::v1::FrameworkEvent e;
       while (stream->Read(&e)) {
         broken = 0;
@@ -109,6 +119,7 @@ class Framework {
         }
       }
       grpc::Status st = stream->Finish();
+      if (st.error_code() == grpc::StatusCode::UNAVAILABLE) Rotate();
       if (++broken > 30) {
         std::fprintf(stderr, "herd-example-framework: the stream keeps failing: %s\n", st.error_message().c_str());
         return 1;
@@ -150,7 +161,7 @@ class Framework {
     req.set_framework_id(id_);
     herd::v1::ReconcileResponse resp;
     auto ctx = herd::rpc::Context("", 15'000);
-    if (grpc::Status st = stub_->Reconcile(ctx.get(), req, &resp); !st.ok()) return;
+    if (grpc::Status st = Stub().Reconcile(ctx.get(), req, &resp); !st.ok()) return;
     for (const auto& s : resp.statuses()) Update(s);
   }
 
@@ -185,11 +196,11 @@ class Framework {
       d.add_offer_ids(o.id());
       d.mutable_filters()->set_refuse_ms(5'000);
       herd::v1::DeclineResponse resp;
-      stub_->Decline(ctx.get(), d, &resp);
+      Stub().Decline(ctx.get(), d, &resp);
       return;
     }
     herd::v1::AcceptResponse resp;
-    if (grpc::Status st = stub_->Accept(ctx.get(), req, &resp); !st.ok()) {
+    if (grpc::Status st = Stub().Accept(ctx.get(), req, &resp); !st.ok()) {
       std::fprintf(stderr, "herd-example-framework: accept: %s\n", st.error_message().c_str());
       for (const auto& t : req.tasks()) Ended(t.task_id(), false, st.error_message());
       return;
@@ -208,7 +219,7 @@ class Framework {
       ack.set_uuid(s.uuid());
       herd::v1::AcknowledgeResponse resp;
       auto ctx = herd::rpc::Context("", 15'000);
-      stub_->Acknowledge(ctx.get(), ack, &resp);
+      Stub().Acknowledge(ctx.get(), ack, &resp);  // lost: the update comes again
     }
     if (s.state() == herd::v1::TASK_RUNNING || s.state() == herd::v1::TASK_FINISHED) Launched(s.task_id());
     switch (s.state()) {
@@ -287,11 +298,15 @@ class Framework {
     req.set_framework_id(id_);
     herd::v1::TeardownResponse resp;
     auto ctx = herd::rpc::Context("", 15'000);
-    stub_->Teardown(ctx.get(), req, &resp);
+    Stub().Teardown(ctx.get(), req, &resp);
   }
 
   const Flags flags_;
-  std::unique_ptr<herd::v1::Frameworks::Stub> stub_;
+  herd::v1::Frameworks::Stub& Stub() { return *stubs_[current_]; }
+  void Rotate() { current_ = (current_ + 1) % stubs_.size(); }
+
+  std::vector<std::unique_ptr<herd::v1::Frameworks::Stub>> stubs_;
+  size_t current_ = 0;
   std::vector<Slot> slots_;
   std::string id_;
   int outcome_ = -1;  // exit code once decided
@@ -363,6 +378,11 @@ int main(int argc, char** argv) {
                  cred.status().ToString().c_str());
     return 2;
   }
-  Framework fw(f, herd::rpc::Channel(f.master, *cred, herd::rpc::MasterIdentity()));
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (absl::string_view addr : absl::StrSplit(f.master, ',', absl::SkipEmpty())) {
+    channels.push_back(herd::rpc::Channel(std::string(addr), *cred, herd::rpc::MasterIdentity()));
+  }
+  if (channels.empty() || channels.size() > 16) return Usage("--master: one to 16 addresses, comma-separated");
+  Framework fw(f, std::move(channels));
   return fw.Run();
 }
