@@ -202,6 +202,14 @@ std::string HerdBinary() {
   return "herd";
 }
 
+std::string BinaryBesideHerd(const std::string& name) {
+  if (const char* d = std::getenv("HERD_BIN_DIR"); d && *d) return absl::StrCat(d, "/", name);
+  if (const char* b = std::getenv("HERD_BINARY"); b && *b) {
+    return (std::filesystem::path(b).parent_path() / name).string();
+  }
+  return name;
+}
+
 std::string SourceDir() {
   const char* s = std::getenv("HERD_SOURCE_DIR");
   return s && *s ? s : ".";

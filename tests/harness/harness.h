@@ -46,6 +46,9 @@ using Ms = std::chrono::milliseconds;
 
 // $HERD_BINARY (set by herd_test()), else `herd` beside $HERD_BIN_DIR.
 std::string HerdBinary();
+// Another program built beside herd (herd-example-framework, herd-shim):
+// NAME in $HERD_BIN_DIR, else beside $HERD_BINARY, else NAME on the PATH.
+std::string BinaryBesideHerd(const std::string& name);
 // $HERD_SOURCE_DIR: the source tree (for examples/).
 std::string SourceDir();
 

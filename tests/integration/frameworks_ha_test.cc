@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -26,10 +25,7 @@ using harness::Child;
 using harness::Eventually;
 using namespace std::chrono_literals;
 
-std::string FrameworkBinary() {
-  const char* d = std::getenv("HERD_BIN_DIR");
-  return absl::StrCat(d && *d ? d : ".", "/herd-example-framework");
-}
+std::string FrameworkBinary() { return harness::BinaryBesideHerd("herd-example-framework"); }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

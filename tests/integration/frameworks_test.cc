@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 #include <thread>
 
@@ -25,10 +24,7 @@ using harness::Eventually;
 using harness::RunResult;
 using namespace std::chrono_literals;
 
-std::string FrameworkBinary() {
-  const char* d = std::getenv("HERD_BIN_DIR");
-  return absl::StrCat(d && *d ? d : ".", "/herd-example-framework");
-}
+std::string FrameworkBinary() { return harness::BinaryBesideHerd("herd-example-framework"); }
 
 class FrameworksTest : public ::testing::Test {
  protected:

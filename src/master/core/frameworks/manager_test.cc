@@ -87,6 +87,12 @@ class ManagerTest : public ManualMasterTest {
     return mgr_->Accept(Principal::User(user), req);
   }
 
+  // The manager again, with `role` weighted and guaranteed as `r`.
+  void SetRole(const std::string& role, RoleOptions r) {
+    opts_.roles[role] = r;
+    mgr_ = std::make_unique<FrameworkManager>(&core_->committer(), &clock_, &core_->options(), opts_);
+  }
+
   // Frameworks that each take one task of `cpu` per offer (declining what
   // is too small) for `rounds` allocation rounds: how many each launched.
   std::vector<int> OnePerOffer(const std::vector<std::pair<FrameworkManager::Subscription*, std::string>>& fws,
@@ -501,8 +507,7 @@ TEST_F(ManagerTest, RecoveredFromTheCellOnTakeover) {
 // a third, so it holds three times what A holds. Ties go to the framework
 // registered first: A 1, B 1-3, A 2, B 4-6, A 3, B 7.
 TEST_F(ManagerTest, RoleWeightsDivideTheDominantShare) {
-  opts_.roles["heavy"] = RoleOptions{3, {}};
-  mgr_ = std::make_unique<FrameworkManager>(&core_->committer(), &clock_, &core_->options(), opts_);
+  SetRole("heavy", RoleOptions{3, {}});
   AddMachine("m1", 10'000, 100 * kGi);
   auto a = Subscribe("alice", "a");
   auto b = Subscribe("bob", "b", "", 0, "heavy");
@@ -529,8 +534,7 @@ TEST_F(ManagerTest, RoleWeightsDivideTheDominantShare) {
 TEST_F(ManagerTest, GuaranteedRoleIsOfferedFirstUntilItHoldsItsGuarantee) {
   ResourceVector six;
   six.cpu_millis = 6000;
-  opts_.roles["guaranteed"] = RoleOptions{1, six};
-  mgr_ = std::make_unique<FrameworkManager>(&core_->committer(), &clock_, &core_->options(), opts_);
+  SetRole("guaranteed", RoleOptions{1, six});
   AddMachine("m1", 10'000, 100 * kGi);
   auto a = Subscribe("alice", "a");
   auto g = Subscribe("bob", "g", "", 0, "guaranteed");
