@@ -22,7 +22,7 @@ dir=${1:-$src/build/fuzzers}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(spec_yaml spec_json spec_jsonnet master_api agent_protocol credential dns_query)
+  targets=(spec_yaml spec_json spec_jsonnet master_api agent_protocol credential dns_query frameworks)
 fi
 seconds=${FUZZ_SECONDS:-20}
 
