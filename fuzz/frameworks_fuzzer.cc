@@ -27,6 +27,7 @@
 #include "base/clock.h"
 #include "base/ids.h"
 #include "fuzz_util.h"
+#include "master_fuzz.h"
 #include "herd/v1/frameworks.pb.h"
 #include "master/core/admission/authorizer.h"
 #include "master/core/frameworks/manager.h"
@@ -39,13 +40,15 @@
 namespace {
 
 using herd::fuzz::Bytes;
+using herd::fuzz::Decode;
+using herd::fuzz::Note;
+using herd::fuzz::Tracing;
 using herd::master::Principal;
 using herd::master::frameworks::FrameworkManager;
 namespace v1 = herd::v1;
 
 constexpr int kMachines = 3;
 constexpr size_t kMaxOps = 64;
-constexpr size_t kMaxMessage = 16 << 10;
 
 Principal Who(uint8_t b) {
   switch (b % 4) {
@@ -70,23 +73,6 @@ v1::CellSnapshot NotMallorys(const herd::cell::CellState& state) {
     if (t.job().rfind("mallory/", 0) != 0) *out.add_tasks() = t;
   }
   return out;
-}
-
-template <typename M>
-M Decode(Bytes& in) {
-  M m;
-  absl::string_view raw = in.Take(std::min<size_t>(in.U16(), kMaxMessage));
-  if (!m.ParseFromArray(raw.data(), static_cast<int>(raw.size()))) m.Clear();
-  return m;
-}
-
-bool Tracing() {
-  static const bool on = getenv("HERD_FUZZ_TRACE") != nullptr;
-  return on;
-}
-template <typename T>
-void Note(int op, const Principal& who, const absl::StatusOr<T>& r) {
-  if (Tracing()) fprintf(stderr, "op %d by %s: %s\n", op, who.name.c_str(), r.status().ToString().c_str());
 }
 
 void Check(herd::master::MasterCore& core) {
@@ -291,13 +277,7 @@ void RunScript(Bytes& in) {
   v1::CellSnapshot live = core.committer().Read([](const herd::cell::CellState& st) { return st.ToSnapshot(); });
   mgr.Stop();
   core.Stop();
-  absl::StatusOr<herd::cell::CellState> recovered = herd::master::Recover(store);
-  HERD_FUZZ_ASSERT(recovered.ok(), recovered.status().ToString());
-  v1::CellSnapshot again = recovered->ToSnapshot();
-  std::string diff;
-  google::protobuf::util::MessageDifferencer d;
-  d.ReportDifferencesToString(&diff);
-  HERD_FUZZ_ASSERT(d.Compare(live, again), absl::StrCat("recovery differs from memory:\n", diff));
+  herd::fuzz::CheckRecovered(store, live);
 }
 
 }  // namespace

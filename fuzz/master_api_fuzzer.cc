@@ -26,6 +26,7 @@
 #include "base/clock.h"
 #include "base/ids.h"
 #include "fuzz_util.h"
+#include "master_fuzz.h"
 #include "herd/v1/agent.pb.h"
 #include "herd/v1/api.pb.h"
 #include "master/core/admission/authorizer.h"
@@ -38,12 +39,14 @@
 namespace {
 
 using herd::fuzz::Bytes;
+using herd::fuzz::Decode;
+using herd::fuzz::Note;
+using herd::fuzz::Tracing;
 using herd::master::Principal;
 namespace v1 = herd::v1;
 
 constexpr int kMachines = 4;
 constexpr size_t kMaxOps = 48;
-constexpr size_t kMaxMessage = 16 << 10;
 
 std::string MachineName(int i) { return absl::StrCat("m", i); }
 std::string MachineAddress(int i) { return absl::StrCat("m", i, ":1"); }
@@ -111,14 +114,6 @@ v1::CellSnapshot NotMallorys(const herd::cell::CellState& state) {
   return out;
 }
 
-template <typename M>
-M Decode(Bytes& in) {
-  M m;
-  absl::string_view raw = in.Take(std::min<size_t>(in.U16(), kMaxMessage));
-  if (!m.ParseFromArray(raw.data(), static_cast<int>(raw.size()))) m.Clear();
-  return m;
-}
-
 // A job built from a few bytes: small, valid, on a user the byte picks.
 v1::JobSpec SmallJob(Bytes& in) {
   static const char* const kUsers[] = {"alice", "mallory", "root"};
@@ -130,16 +125,6 @@ v1::JobSpec SmallJob(Bytes& in) {
   if (shape & 2) job.Constraint("rack", v1::Constraint::EQ, {absl::StrCat("r", shape >> 4 & 1)});
   if (shape & 4) job.Restart(v1::RestartPolicy::NEVER);
   return job.Build();
-}
-
-// HERD_FUZZ_TRACE=1: print each call and its answer (to read a regression).
-bool Tracing() {
-  static const bool on = getenv("HERD_FUZZ_TRACE") != nullptr;
-  return on;
-}
-template <typename T>
-void Note(int op, const Principal& who, const absl::StatusOr<T>& r) {
-  if (Tracing()) fprintf(stderr, "op %d by %s: %s\n", op, who.name.c_str(), r.status().ToString().c_str());
 }
 
 void Check(herd::master::MasterCore& core) {
@@ -292,13 +277,7 @@ void RunScript(Bytes& in) {
   v1::CellSnapshot live = core.committer().Read([](const herd::cell::CellState& s) { return s.ToSnapshot(); });
   core.Stop();
   made->reset();
-  absl::StatusOr<herd::cell::CellState> recovered = herd::master::Recover(store);
-  HERD_FUZZ_ASSERT(recovered.ok(), recovered.status().ToString());
-  v1::CellSnapshot again = recovered->ToSnapshot();
-  std::string diff;
-  google::protobuf::util::MessageDifferencer d;
-  d.ReportDifferencesToString(&diff);
-  HERD_FUZZ_ASSERT(d.Compare(live, again), absl::StrCat("recovery differs from memory:\n", diff));
+  herd::fuzz::CheckRecovered(store, live);
 }
 
 }  // namespace
