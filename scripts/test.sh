@@ -8,6 +8,7 @@
 # there a root test that skips is a failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
 ./scripts/setup.sh --tests
 ./scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
@@ -17,4 +18,8 @@ mkdir -p Testing
 rc=0
 ctest --output-on-failure -j "$(nproc)" --timeout 600 "$@" 2>&1 | tee "$log" || rc=$?
 ../scripts/check_skips.sh "$log" || rc=1
+../scripts/test_times.sh "$log" 10 || true
+wall=$((SECONDS - start))
+echo "Wall time (setup, build and tests): $((wall / 60)) min $((wall % 60)) s"
+echo "RESULT test_wall_seconds=$wall"
 exit "$rc"
