@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/exhaustive.h"
 #include "base/log.h"
 #include "base/priority.h"
 #include "base/units.h"
@@ -419,6 +420,7 @@ void AlertManager::Observe(const v1::Mutation& m) {
     Fire("oom", TaskName(ref),
          absl::StrCat("task ", TaskName(ref), " was killed for using more memory than its limit"), now);
   };
+  HERD_EXHAUSTIVE_BEGIN
   switch (m.kind_case()) {
     case v1::Mutation::kTaskRescheduled: {
       const v1::TaskRescheduled& r = m.task_rescheduled();
@@ -447,9 +449,26 @@ void AlertManager::Observe(const v1::Mutation& m) {
     case v1::Mutation::kMachineUp:
       Resolve({"machine_down", m.machine_up().name()}, now);
       break;
-    default:
+    // Kinds no event rule watches (the state rules see them in Scan).
+    case v1::Mutation::kJobsSubmitted:
+    case v1::Mutation::kJobKilled:
+    case v1::Mutation::kTaskLost:
+    case v1::Mutation::kMachineRegistered:
+    case v1::Mutation::kQuotaSet:
+    case v1::Mutation::kReservationsSet:
+    case v1::Mutation::kMachinePackages:
+    case v1::Mutation::kUserSet:
+    case v1::Mutation::kMachineDrained:
+    case v1::Mutation::kJobUpdated:
+    case v1::Mutation::kTasksUpdated:
+    case v1::Mutation::kRolloutChanged:
+    case v1::Mutation::kJobReleased:
+    case v1::Mutation::kScheduleTriggered:
+    case v1::Mutation::kMachineInterference:
+    case v1::Mutation::KIND_NOT_SET:
       break;
   }
+  HERD_EXHAUSTIVE_END
 }
 
 void AlertManager::Scan(const cell::CellState& state) {

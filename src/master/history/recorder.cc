@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "base/exhaustive.h"
 #include "base/ids.h"
 #include "base/log.h"
 #include "cell/batch.h"
@@ -98,6 +99,7 @@ void EventMapper::Add(const v1::Mutation& m, Batch* out) {
     out->task_events.push_back(Row(m, ref.job(), ref.index(), event));
     return out->task_events.back();
   };
+  HERD_EXHAUSTIVE_BEGIN
   switch (m.kind_case()) {
     case v1::Mutation::kJobsSubmitted:
       for (const v1::JobSpec& spec : m.jobs_submitted().jobs()) {
@@ -247,9 +249,16 @@ void EventMapper::Add(const v1::Mutation& m, Batch* out) {
       out->machine_events.push_back(std::move(r));
       break;
     }
-    default:
+    // Kinds the history does not record (no task, job or machine event).
+    case v1::Mutation::kQuotaSet:
+    case v1::Mutation::kReservationsSet:
+    case v1::Mutation::kMachinePackages:
+    case v1::Mutation::kUserSet:
+    case v1::Mutation::kMachineInterference:
+    case v1::Mutation::KIND_NOT_SET:
       break;
   }
+  HERD_EXHAUSTIVE_END
 }
 
 void UsageAccumulator::Sum::Add(const v1::Usage& u) {

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/exhaustive.h"
 #include "base/framework_labels.h"
 #include "base/ids.h"
 #include "base/log.h"
@@ -108,6 +109,7 @@ Observed Observe(const cell::Job* job) {
 // The jobs whose tasks `m` changes, into *out; false if it may change tasks
 // it does not name (every framework task must be looked at).
 bool JobsNamed(const v1::Mutation& m, std::set<std::string>* out) {
+  HERD_EXHAUSTIVE_BEGIN
   switch (m.kind_case()) {
     case v1::Mutation::kTaskObserved:
       out->insert(m.task_observed().task().job());
@@ -141,9 +143,18 @@ bool JobsNamed(const v1::Mutation& m, std::set<std::string>* out) {
     case v1::Mutation::kUserSet:
     case v1::Mutation::kRolloutChanged:
       return true;
-    default:
+    // Changes that may move tasks they do not name.
+    case v1::Mutation::kMachineDown:
+    case v1::Mutation::kMachineDrained:
+    case v1::Mutation::kJobUpdated:
+    case v1::Mutation::kTasksUpdated:
+    case v1::Mutation::kJobReleased:
+    case v1::Mutation::kScheduleTriggered:
+    case v1::Mutation::KIND_NOT_SET:
       return false;
   }
+  HERD_EXHAUSTIVE_END
+  return false;  // a value no enumerator names
 }
 
 }  // namespace
