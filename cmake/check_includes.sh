@@ -58,5 +58,21 @@ while IFS= read -r hit; do
   echo "$hit: test-only code (src/testing) in a production file"
   bad=1
 done < <(grep -rnE '^\s*#\s*include\s*[<"]testing/' src 2>/dev/null)
+# Outside src/: the shipped code never includes the benchmarks, the fuzz
+# targets or the test harness; the fuzz targets and the scheduler benchmark
+# build in a tree without gRPC; tests and benchmarks keep apart.
+while IFS= read -r hit; do
+  echo "$hit: src/ includes bench/, fuzz/ or tests/ (herd must not link them)"
+  bad=1
+done < <(grep -rnE '^\s*#\s*include\s*[<"](bench|fuzz|tests)/' src 2>/dev/null)
+while IFS= read -r hit; do
+  echo "$hit: gRPC in a fuzz target or the scheduler benchmark (they build without gRPC)"
+  bad=1
+done < <(grep -rnE '^\s*#\s*include\s*[<"](grpcpp/|grpc/|herd/v1/[a-z_]+\.grpc\.pb\.h|rpc/)' fuzz bench/sched 2>/dev/null)
+while IFS= read -r hit; do
+  echo "$hit: a benchmark includes the test harness or a test includes a benchmark"
+  bad=1
+done < <(grep -rnE '^\s*#\s*include\s*[<"]tests/' bench fuzz 2>/dev/null; \
+         grep -rnE '^\s*#\s*include\s*[<"]bench/' tests fuzz 2>/dev/null)
 if [ $bad -eq 0 ]; then echo "include rules: ok"; fi
 exit $bad

@@ -53,10 +53,11 @@ double Percentile(std::vector<double>& v, double p) {
 long StatusKib(pid_t pid, const char* field) { return ProcStatusKib(pid, field); }
 double CpuSeconds(pid_t pid) { return ProcCpuSeconds(pid); }
 
+// The herd binary to run cells with: the one beside this herd-bench.
 std::string SelfExe() {
   std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "herd" : p.string();
+  const std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "herd" : (p.parent_path() / "herd").string();
 }
 
 // One measured cell: its figures.

@@ -37,10 +37,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The herd binary to run cells with: the one beside this herd-bench.
 std::string SelfExe() {
   std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "herd" : p.string();
+  const std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "herd" : (p.parent_path() / "herd").string();
 }
 
 // Runs argv (env added), waits; its stdout in *out, stderr to `log` (appended).
