@@ -1,6 +1,6 @@
-# Enforces DESIGN §3's dependency table at configure time: a target that links
-# (directly or transitively) something its row forbids stops the build with a
-# message naming the path. cmake/check_includes.sh checks the #include side.
+# Enforces the dependency table of docs/design.md §2 at configure time: a
+# target that links (directly or transitively) something its row forbids
+# stops the build with a message naming the path. cmake/check_includes.sh checks the #include side.
 include_guard(GLOBAL)
 
 # Collects the transitive link closure of `target` into `out`.
@@ -35,7 +35,7 @@ function(_herd_forbid target regex what)
   _herd_closure(${target} closure)
   foreach(l IN LISTS closure)
     if(l MATCHES "${regex}")
-      message(FATAL_ERROR "dependency rule broken: ${target} links ${l} (${what}); see DESIGN.md §3")
+      message(FATAL_ERROR "dependency rule broken: ${target} links ${l} (${what}); see docs/design.md §2")
     endif()
   endforeach()
 endfunction()

@@ -1,4 +1,4 @@
-# herd_library(NAME SRCS ... DEPS ...): a module library of DESIGN §3.
+# herd_library(NAME SRCS ... DEPS ...): a module library of docs/design.md §2.
 include_guard(GLOBAL)
 
 function(herd_library name)

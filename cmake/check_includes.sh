@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The #include side of DESIGN §3's dependency table (the link side is checked
-# at configure time by cmake/HerdDependencies.cmake). Prints every violation
+# The #include side of docs/design.md §2's dependency table (the link side
+# is checked at configure time by cmake/HerdDependencies.cmake). Prints every violation
 # as FILE:LINE: what; exits 1 if there is any.
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}"

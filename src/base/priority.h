@@ -1,4 +1,4 @@
-// Priority bands (the Google 2019 trace's ranges, DESIGN §1).
+// Priority bands (the Google 2019 trace's ranges, docs/design.md §1).
 #pragma once
 
 #include <cstdint>

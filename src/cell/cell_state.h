@@ -1,5 +1,5 @@
 // CellState: the whole state of a cell -- jobs, tasks, machines, quotas --
-// changed only by applying mutations in order (DESIGN §2.1).
+// changed only by applying mutations in order (docs/design.md §3).
 //
 // Apply() is deterministic and does no I/O: it reads only the state and the
 // mutation (times come inside the mutation), so the live master, recovery

@@ -1,4 +1,4 @@
-// `herd sim ...`: Fauxmaster from the command line (DESIGN §2.6, issue #4).
+// `herd sim ...`: Fauxmaster from the command line (docs/design.md §12, issue #4).
 #include "main/sim_role.h"
 
 #include <cstdio>

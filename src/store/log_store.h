@@ -1,11 +1,11 @@
-// LogStore: the durable home of the cell state (DESIGN §2.2) -- an
+// LogStore: the durable home of the cell state (docs/design.md §4) -- an
 // append-only log of mutations plus periodic snapshots. State at revision R is
 // the newest snapshot at or before R with the log after it replayed up to R.
 //
 // Backends: memory (tests, simulator), SQLite (embedded; herd up and single
-// master cells) and, later, etcd (HA: appends fenced on the leader's key).
-// The interface is shaped for that: an append is conditional on the previous
-// revision, so two writers can never interleave or overwrite each other.
+// master cells) and etcd (replicated masters: appends fenced on the leader's
+// key). An append is conditional on the previous revision, so two writers
+// can never interleave or overwrite each other.
 //
 // Thread-safety: implementations are safe to call from several threads, but
 // the master funnels appends through one writer (GroupCommitLog).

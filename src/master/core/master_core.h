@@ -1,4 +1,4 @@
-// MasterCore: the master without its transport (DESIGN §2.3). It owns the
+// MasterCore: the master without its transport (docs/design.md §5). It owns the
 // cell's committer (state + durable log), the link shard that polls the
 // agents and the in-process scheduler loop, and the handlers of its API,
 // one class per concern:

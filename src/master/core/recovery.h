@@ -1,5 +1,5 @@
 // Recovery: the cell state at a revision = the newest snapshot at or before
-// it + the log after it replayed (DESIGN §2.2). Used at master start, to read
+// it + the log after it replayed (docs/design.md §4). Used at master start, to read
 // state "as of" an old revision, and to load checkpoints.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The scheduler's extension points (DESIGN §2.4, STYLE §1, §2 and §7.3).
+// The scheduler's extension points (docs/design.md §6, STYLE §1, §2 and §7.3).
 //
 // A pass takes pending tasks in queue order. Tasks with identical needs form
 // an equivalence class (TaskClass); for each class the Filter plugins run over

@@ -14,7 +14,7 @@
 namespace herd::sim {
 
 int32_t HerdPriority(int p) {
-  // Trace 0-11 -> Herd bands (DESIGN §1): free, batch, mid, production, monitoring.
+  // Trace 0-11 -> Herd bands (docs/design.md §1): free, batch, mid, production, monitoring.
   static constexpr int32_t kMap[12] = {0, 25, 100, 103, 106, 109, 112, 115, 116, 200, 360, 250};
   return kMap[std::clamp(p, 0, 11)];
 }

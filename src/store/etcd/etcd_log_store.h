@@ -1,4 +1,4 @@
-// EtcdLogStore: the replicated LogStore backend (DESIGN §2.2). The log and
+// EtcdLogStore: the replicated LogStore backend (docs/design.md §4). The log and
 // the snapshots live in an etcd cluster under one key prefix; every write is
 // an etcd transaction fenced on the leader's key (LeaderLease), so a master
 // that lost leadership -- its lease expired, or another replica holds the

@@ -1,4 +1,4 @@
-// TLS for an etcd cluster (DESIGN §2.2): etcd gets a CA of its own, not the
+// TLS for an etcd cluster (docs/design.md §10): etcd gets a CA of its own, not the
 // cell's (the cell's CA signs users' credentials, and users must not reach
 // etcd). EnsureTls makes, once, every file a cluster of N members and its
 // masters need; MemberTlsFlags gives member i the etcd flags that use them.

@@ -1,4 +1,4 @@
-// LeaderLease: leadership of a cell as an etcd lease (DESIGN §2.2). A
+// LeaderLease: leadership of a cell as an etcd lease (docs/design.md §9). A
 // candidate grants itself a lease of `ttl` and creates the leader key on it,
 // if nobody holds the key; the key's creation revision is the fence every
 // write of the leader's store compares (EtcdLogStore), so leadership and the

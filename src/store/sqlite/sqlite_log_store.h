@@ -1,4 +1,4 @@
-// SqliteLogStore: the embedded LogStore backend (DESIGN §2.2), one SQLite
+// SqliteLogStore: the embedded LogStore backend (docs/design.md §4), one SQLite
 // database file in WAL mode. The on-disk schema and the durability argument
 // are in docs/store.md.
 //

@@ -1,7 +1,7 @@
 // Authorization: the one seam every request to the master passes through
-// (DESIGN §2.3 "admission": quota, capabilities, validation). Each handler
-// of master/core/api asks the Authorizer before it acts -- with who is
-// asking, what they want to do and to what -- and a refusal comes back as
+// (docs/design.md §10; quota and validation are §5's admission). Each
+// handler of master/core/api asks the Authorizer before it acts -- with who
+// is asking, what they want to do and to what -- and a refusal comes back as
 // PERMISSION_DENIED naming the permission that is missing, with nothing
 // changed.
 //

@@ -1,4 +1,4 @@
-// Tasks' names (DESIGN §1 "BNS name", docs/naming.md): every task of a job
+// Tasks' names (docs/design.md §1 "BNS name", docs/naming.md): every task of a job
 // is /CELL/USER/JOB/INDEX, in DNS INDEX.JOB.USER.CELL.DOMAIN, and the name
 // carries where the task is -- its machine's address, its named ports, its
 // health and state. All of it is read from the cell state, so any replica
