@@ -9,15 +9,15 @@ namespace {
 
 constexpr int64_t kNowS = 1'800'000'000;
 constexpr int64_t kNowMs = kNowS * 1000;
-constexpr int64_t kYear = 365LL * 24 * 3600;
+constexpr int64_t kGrantYear = 365LL * 24 * 3600;
 
 class GrantTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto ca = CreateAuthority("test", kNowS, 10 * kYear);
+    auto ca = CreateAuthority("test", kNowS, 10 * kGrantYear);
     ASSERT_TRUE(ca.ok()) << ca.status();
     ca_ = *ca;
-    auto m = IssueCredential(ca_, {Role::kMaster, "master"}, kNowS, kYear);
+    auto m = IssueCredential(ca_, {Role::kMaster, "master"}, kNowS, kGrantYear);
     ASSERT_TRUE(m.ok()) << m.status();
     master_ = *m;
   }
@@ -58,15 +58,15 @@ TEST_F(GrantTest, AMastersGrantOpensExactlyWhatItNames) {
 
 TEST_F(GrantTest, OnlyAMasterOfThisCellCanSign) {
   // A user of this cell signing a grant for themselves.
-  auto alice = IssueCredential(ca_, {Role::kUser, "alice", true}, kNowS, kYear);
+  auto alice = IssueCredential(ca_, {Role::kUser, "alice", true}, kNowS, kGrantYear);
   ASSERT_TRUE(alice.ok());
   absl::Status st = Check(Grant(*alice));
   EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(absl::StrContains(st.message(), "not signed by a master")) << st;
   // A master of another cell.
-  auto other = CreateAuthority("other", kNowS, kYear);
+  auto other = CreateAuthority("other", kNowS, kGrantYear);
   ASSERT_TRUE(other.ok());
-  auto foreign = IssueCredential(*other, {Role::kMaster, "master"}, kNowS, kYear);
+  auto foreign = IssueCredential(*other, {Role::kMaster, "master"}, kNowS, kGrantYear);
   ASSERT_TRUE(foreign.ok());
   st = Check(Grant(*foreign));
   EXPECT_EQ(st.code(), absl::StatusCode::kPermissionDenied);

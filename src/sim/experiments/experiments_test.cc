@@ -18,7 +18,7 @@ using namespace herd::testing;  // NOLINT
 
 // 12 machines of 4 cores / 8 GiB; prod and batch tasks of 0.6 cores / 1 GiB
 // (bucketing rounds them to 1 core).
-SimWorkload Toy() {
+SimWorkload ExperimentToy() {
   SimWorkload w;
   w.name = "toy";
   for (int i = 0; i < 12; ++i) {
@@ -39,7 +39,7 @@ CompactionOptions Opts() {
 }
 
 TEST(Experiments, CompactionFigure) {
-  auto f = RunCompaction(Toy(), Opts());
+  auto f = RunCompaction(ExperimentToy(), Opts());
   ASSERT_TRUE(f.ok()) << f.status();
   // 27 tasks x 0.6 cores = 16.2 cores: 5 machines of 4 (6 per machine with 3.6 cores).
   bool found = false;
@@ -69,7 +69,7 @@ double Result(const Figure& f, const std::string& key) {
 }
 
 TEST(Experiments, SegregationAndSubdivisionCostMachines) {
-  SimWorkload w = Toy();
+  SimWorkload w = ExperimentToy();
   auto prod = RunSegregateProd(w, Opts());
   ASSERT_TRUE(prod.ok()) << prod.status();
   // Combined 5 machines; prod alone 12 tasks -> 2 machines (7.2 cores: 6 per
@@ -93,7 +93,7 @@ TEST(Experiments, SegregationAndSubdivisionCostMachines) {
 }
 
 TEST(Experiments, BucketingAndReclamation) {
-  SimWorkload w = Toy();
+  SimWorkload w = ExperimentToy();
   v1::JobSpec b = Bucketed(w.jobs[0]);
   EXPECT_EQ(b.task().resources().cpu_millis(), 1000);
   EXPECT_EQ(b.task().resources().memory_bytes(), 1LL << 30);
@@ -126,7 +126,7 @@ TEST(Experiments, ReclamationWithRecordedUsage) {
   ASSERT_EQ(p->size(), 2u);
   EXPECT_EQ((*p)[1].name, "a/idle/0");
   EXPECT_NEAR((*p)[1].cpu[0], 0.1005, 1e-9);
-  auto f = RunReclamationWithUsage(Toy(), Opts(), *p);
+  auto f = RunReclamationWithUsage(ExperimentToy(), Opts(), *p);
   ASSERT_TRUE(f.ok()) << f.status();
   // Every estimator reclaims something from the idle profile and none from
   // the busy one beyond its margin; usage never rises, so never over.
@@ -203,7 +203,7 @@ TEST(Experiments, CompactionReportsGpuAllocation) {
   EXPECT_EQ(Result(*f, "machines_p90"), 4);
   EXPECT_DOUBLE_EQ(Result(*f, "gpu_alloc_ratio"), 1.0);
   // No GPUs, no such figure.
-  auto t = RunCompaction(Toy(), Opts());
+  auto t = RunCompaction(ExperimentToy(), Opts());
   ASSERT_TRUE(t.ok());
   for (const auto& [k, v] : t->results) EXPECT_NE(k, "gpu_alloc_ratio");
 }
@@ -220,12 +220,12 @@ TEST(Experiments, ArrivalCountsGpusUntilTheFirstFailure) {
   EXPECT_GT(Result(*f, "failed"), 0);
   EXPECT_GE(Result(*f, "first_failure_asked_ratio"), 1.0);
   // A cell without GPUs is refused with a reason.
-  auto t = RunArrival(Toy(), o, ArrivalOptions{});
+  auto t = RunArrival(ExperimentToy(), o, ArrivalOptions{});
   EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(Experiments, PoliciesIncludeKubernetes) {
-  auto f = RunPolicies(Toy(), Opts());
+  auto f = RunPolicies(ExperimentToy(), Opts());
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_GT(Result(*f, "k8s_machines_p90"), 0);
 }

@@ -32,7 +32,7 @@ std::string TempDir(const std::string& name) {
   return p.string();
 }
 
-std::string WriteGz(const std::string& path, const std::string& text) {
+std::string WriteGzAt(const std::string& path, const std::string& text) {
   gzFile f = gzopen(path.c_str(), "wb");
   gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
   gzclose(f);
@@ -88,8 +88,8 @@ class TasksAtTest : public ::testing::Test {
     b += Row(400, 5, 0, "9", 4, "0.5", "0.25");      // 5.0: finished; was running
     b += Row(400, 5, 1, "", 0);                     // 5.1: submitted later
     // The second part's name sorts after the first's.
-    WriteGz(dir_ + "/part-00000-of-00002.csv.gz", ByTime(a));
-    WriteGz(dir_ + "/part-00001-of-00002.csv.gz", ByTime(b));
+    WriteGzAt(dir_ + "/part-00000-of-00002.csv.gz", ByTime(a));
+    WriteGzAt(dir_ + "/part-00001-of-00002.csv.gz", ByTime(b));
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string dir_;
@@ -198,15 +198,15 @@ TEST_F(TasksAtTest, EventsBetweenIsHalfOpenAndInOrder) {
 
 TEST(TaskEvents, BadRowsSayWhere) {
   std::string dir = TempDir("herd_task_events_bad");
-  WriteGz(dir + "/part-0.csv.gz", Row(100, 1, 0, "", 0) + "100,,1,0,,9,u,0,0,0.1,0.1,0,0\n");
+  WriteGzAt(dir + "/part-0.csv.gz", Row(100, 1, 0, "", 0) + "100,,1,0,,9,u,0,0,0.1,0.1,0,0\n");
   auto r = TasksAt(dir, 100);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(std::string(r.status().message()).find("part-0.csv.gz:2: column 6 (event_type)"), std::string::npos)
       << r.status();
-  WriteGz(dir + "/part-0.csv.gz", "100,,1,0,,0,u,0\n");
+  WriteGzAt(dir + "/part-0.csv.gz", "100,,1,0,,0,u,0\n");
   r = TasksAt(dir, 100);
   EXPECT_NE(std::string(r.status().message()).find(":1: not a task_events row"), std::string::npos) << r.status();
-  WriteGz(dir + "/part-0.csv.gz", "100,,1,0,,0,u,0,0,abc,0.1,0,0\n");
+  WriteGzAt(dir + "/part-0.csv.gz", "100,,1,0,,0,u,0,0,abc,0.1,0,0\n");
   r = TasksAt(dir, 100);
   EXPECT_NE(std::string(r.status().message()).find("cpu_request"), std::string::npos) << r.status();
   EXPECT_EQ(TasksAt(dir + "/nope", 0).status().code(), absl::StatusCode::kNotFound);
@@ -287,7 +287,7 @@ TEST(JobsFromTasks, PriorityTableAndUserNames) {
 
 TEST(TaskConstraints, LoadAndAttach) {
   std::string dir = TempDir("herd_task_constraints");
-  WriteGz(dir + "/part-0.csv.gz",
+  WriteGzAt(dir + "/part-0.csv.gz",
           "10,20,3,0,GQ+x/w=,1\n"
           "10,20,3,0,GQ+x/w=,1\n"  // duplicate
           "10,20,3,1,kernel,\n"
@@ -306,7 +306,7 @@ TEST(TaskConstraints, LoadAndAttach) {
   ASSERT_EQ(jobs.size(), 1u);
   EXPECT_EQ(jobs[0].constraints_size(), 2);  // the lowest-indexed task's
   EXPECT_TRUE(spec::Validate(jobs[0]).ok()) << spec::Validate(jobs[0]);
-  WriteGz(dir + "/part-0.csv.gz", "10,20,3,4,a,1\n");
+  WriteGzAt(dir + "/part-0.csv.gz", "10,20,3,4,a,1\n");
   EXPECT_NE(std::string(LoadTaskConstraints(dir, 50).status().message()).find("part-0.csv.gz:1:"),
             std::string::npos);
   fs::remove_all(dir);

@@ -30,7 +30,7 @@ using testing::RealisticMutation;
 using testing::Snapshot;
 using testing::TaskObservedMutation;
 
-std::vector<v1::Mutation> Range(int64_t first, int64_t last) {
+std::vector<v1::Mutation> Mutations(int64_t first, int64_t last) {
   std::vector<v1::Mutation> out;
   for (int64_t r = first; r <= last; ++r) out.push_back(TaskObservedMutation(r));
   return out;
@@ -59,7 +59,7 @@ TEST(SqliteLogStoreTest, ReopenKeepsEverything) {
   {
     auto store = MustOpen(path);
     ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->Append(Range(1, 20)).ok());
+    ASSERT_TRUE(store->Append(Mutations(1, 20)).ok());
     ASSERT_TRUE(store->WriteSnapshot(Snapshot(5)).ok());
     ASSERT_TRUE(store->WriteSnapshot(Snapshot(12)).ok());
     ASSERT_TRUE(store->Compact(6).ok());
@@ -85,7 +85,7 @@ TEST(SqliteLogStoreTest, ReopenKeepsEverything) {
   EXPECT_EQ(next, 21);
   EXPECT_EQ(store->ReadLog(5, 20, [](const v1::Mutation&) { return absl::OkStatus(); }).code(),
             absl::StatusCode::kOutOfRange);
-  ASSERT_TRUE(store->Append(Range(21, 21)).ok());
+  ASSERT_TRUE(store->Append(Mutations(21, 21)).ok());
 }
 
 TEST(SqliteLogStoreTest, OneWriterPerFile) {
@@ -104,13 +104,13 @@ TEST(SqliteLogStoreTest, ReadOnlyReaderFollowsARunningWriter) {
   const std::string path = dir.File("herd.db");
   auto writer = MustOpen(path);
   ASSERT_NE(writer, nullptr);
-  ASSERT_TRUE(writer->Append(Range(1, 3)).ok());
+  ASSERT_TRUE(writer->Append(Mutations(1, 3)).ok());
 
   auto reader = SqliteLogStore::OpenReadOnly(path);
   ASSERT_TRUE(reader.ok()) << reader.status();
   EXPECT_TRUE((*reader)->read_only());
   EXPECT_EQ((*reader)->LastRevision().value(), 3);
-  ASSERT_TRUE(writer->Append(Range(4, 6)).ok());
+  ASSERT_TRUE(writer->Append(Mutations(4, 6)).ok());
   ASSERT_TRUE(writer->WriteSnapshot(Snapshot(6)).ok());
   EXPECT_EQ((*reader)->LastRevision().value(), 6);
   auto snap = (*reader)->ReadSnapshot(6);
@@ -125,11 +125,11 @@ TEST(SqliteLogStoreTest, ReadOnlyReaderFollowsARunningWriter) {
                   .ok());
   EXPECT_EQ(n, 6);
 
-  EXPECT_EQ((*reader)->Append(Range(7, 7)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*reader)->Append(Mutations(7, 7)).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*reader)->WriteSnapshot(Snapshot(6)).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*reader)->Compact(6).code(), absl::StatusCode::kFailedPrecondition);
   // The reader does not hold the writer's lock, and the writer keeps going.
-  ASSERT_TRUE(writer->Append(Range(7, 7)).ok());
+  ASSERT_TRUE(writer->Append(Mutations(7, 7)).ok());
 }
 
 TEST(SqliteLogStoreTest, ReadOnlyAfterTheWriterClosed) {
@@ -138,7 +138,7 @@ TEST(SqliteLogStoreTest, ReadOnlyAfterTheWriterClosed) {
   {
     auto writer = MustOpen(path);
     ASSERT_NE(writer, nullptr);
-    ASSERT_TRUE(writer->Append(Range(1, 3)).ok());
+    ASSERT_TRUE(writer->Append(Mutations(1, 3)).ok());
   }
   auto reader = SqliteLogStore::OpenReadOnly(path);
   ASSERT_TRUE(reader.ok()) << reader.status();
@@ -146,7 +146,7 @@ TEST(SqliteLogStoreTest, ReadOnlyAfterTheWriterClosed) {
   // And a writer may open while the reader is there.
   auto writer = MustOpen(path);
   ASSERT_NE(writer, nullptr);
-  ASSERT_TRUE(writer->Append(Range(4, 4)).ok());
+  ASSERT_TRUE(writer->Append(Mutations(4, 4)).ok());
   EXPECT_EQ((*reader)->LastRevision().value(), 4);
 }
 
@@ -181,7 +181,7 @@ TEST(SqliteLogStoreTest, CorruptLogRowIsDataLossNamingTheRevision) {
   {
     auto store = MustOpen(path);
     ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->Append(Range(1, 3)).ok());
+    ASSERT_TRUE(store->Append(Mutations(1, 3)).ok());
   }
   RawExec(path, "UPDATE log SET data = x'ffffffffffff' WHERE revision = 2");
   auto store = MustOpen(path);
@@ -202,7 +202,7 @@ TEST(SqliteLogStoreTest, MisplacedLogRowIsDataLoss) {
   {
     auto store = MustOpen(path);
     ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->Append(Range(1, 3)).ok());
+    ASSERT_TRUE(store->Append(Mutations(1, 3)).ok());
   }
   RawExec(path, "DELETE FROM log WHERE revision = 2");
   auto store = MustOpen(path);
@@ -218,7 +218,7 @@ TEST(SqliteLogStoreTest, CorruptSnapshotIsDataLossNamingTheRevision) {
   {
     auto store = MustOpen(path);
     ASSERT_NE(store, nullptr);
-    ASSERT_TRUE(store->Append(Range(1, 3)).ok());
+    ASSERT_TRUE(store->Append(Mutations(1, 3)).ok());
     ASSERT_TRUE(store->WriteSnapshot(Snapshot(3)).ok());
   }
   RawExec(path, "UPDATE snapshots SET data = x'0a' WHERE revision = 3");
