@@ -27,6 +27,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/files.h"
 
 namespace herd::pki {
 namespace {
@@ -436,39 +437,14 @@ absl::StatusOr<Credential> LoadCredential(const std::string& path) {
   return ParseCredential(ss.str(), path);
 }
 
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view data, int mode) {
+absl::Status SaveCredential(const std::string& path, const Credential& c) {
   std::filesystem::path p(path);
-  std::error_code ec;
   if (p.has_parent_path()) {
+    std::error_code ec;
     std::filesystem::create_directories(p.parent_path(), ec);
     if (ec) return absl::InternalError(absl::StrCat("cannot create ", p.parent_path().string(), ": ", ec.message()));
   }
-  std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
-  ::fchmod(fd, mode);
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", std::strerror(err)));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(err)));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SaveCredential(const std::string& path, const Credential& c) {
-  return WriteFileAtomic(path, FormatCredential(c), 0600);
+  return WriteFileAtomic(path, FormatCredential(c));
 }
 
 absl::StatusOr<Authority> LoadAuthority(const std::string& dir) {
@@ -491,8 +467,8 @@ absl::Status SaveAuthority(const std::string& dir, const Authority& ca) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   ::chmod(dir.c_str(), 0700);
-  if (absl::Status st = WriteFileAtomic(absl::StrCat(dir, "/ca.key"), ca.key_pem, 0600); !st.ok()) return st;
-  return WriteFileAtomic(absl::StrCat(dir, "/ca.crt"), ca.cert_pem, 0644);
+  if (absl::Status st = WriteFileAtomic(absl::StrCat(dir, "/ca.key"), ca.key_pem); !st.ok()) return st;
+  return WriteFileAtomic(absl::StrCat(dir, "/ca.crt"), ca.cert_pem, {.mode = 0644});
 }
 
 absl::StatusOr<std::string> Sign(absl::string_view key_pem, absl::string_view data) {

@@ -105,8 +105,4 @@ absl::Status SaveAuthority(const std::string& dir, const Authority& ca);
 absl::StatusOr<std::string> Sign(absl::string_view key_pem, absl::string_view data);
 absl::Status VerifySignature(absl::string_view cert_pem, absl::string_view data, absl::string_view signature);
 
-// Writes `data` to `path` atomically (temporary file, fsync, rename) with
-// the given mode.
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view data, int mode);
-
 }  // namespace herd::pki

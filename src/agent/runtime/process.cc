@@ -37,22 +37,6 @@ std::string DefaultShimPath() {
   return exe.substr(0, exe.rfind('/') + 1) + "herd-shim";
 }
 
-Fd& Fd::operator=(Fd&& other) noexcept {
-  if (this != &other) Reset(other.Release());
-  return *this;
-}
-
-int Fd::Release() {
-  int fd = fd_;
-  fd_ = -1;
-  return fd;
-}
-
-void Fd::Reset(int fd) {
-  if (fd_ >= 0) close(fd_);
-  fd_ = fd;
-}
-
 absl::StatusOr<ProcStat> ReadProcStat(pid_t pid) {
   if (pid <= 0) return absl::InvalidArgumentError("bad pid");
   std::string path = absl::StrCat("/proc/", pid, "/stat");
@@ -159,12 +143,12 @@ absl::StatusOr<pid_t> Spawn(const SpawnOptions& options) {
   if (options.stdout_fd >= 0) {
     posix_spawn_file_actions_adddup2(&actions, options.stdout_fd, 1);
   } else {
-    posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&actions, 1, out, O_WRONLY | O_CREAT | O_APPEND, 0600);
   }
   if (options.stderr_fd >= 0) {
     posix_spawn_file_actions_adddup2(&actions, options.stderr_fd, 2);
   } else {
-    posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err, O_WRONLY | O_CREAT | O_APPEND, 0600);
   }
   if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
   posix_spawn_file_actions_addclosefrom_np(&actions, 3);
@@ -299,27 +283,6 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
-}
-
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents) {
-  std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoToStatus(errno, tmp);
-  Fd owned(fd);
-  const char* p = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoToStatus(errno, tmp);
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  owned.Reset();
-  if (rename(tmp.c_str(), path.c_str()) != 0) return ErrnoToStatus(errno, "rename " + tmp);
-  return absl::OkStatus();
 }
 
 }  // namespace herd::agent

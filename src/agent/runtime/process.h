@@ -14,28 +14,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/files.h"  // Fd, WriteFileAtomic
 
 namespace herd::agent {
 
-// An owned file descriptor, closed on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(other.Release()) {}
-  Fd& operator=(Fd&& other) noexcept;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int Release();
-  void Reset(int fd = -1);
-
- private:
-  int fd_ = -1;
-};
 
 // A process as the kernel knows it: a pid alone may name a different process
 // after the first one ended, so every check also compares the start time
@@ -152,10 +134,9 @@ absl::StatusOr<TaskPidRecord> ParseTaskPid(absl::string_view text);
 // NOT_FOUND if the shim has not written it (yet).
 absl::StatusOr<TaskPidRecord> ReadTaskPidFile(const std::string& run_dir);
 
-// Whole-file helpers. WriteFileAtomic writes `path`.tmp and renames it over
-// `path`, so a reader (or a crash) sees the old contents or the new ones.
+// The whole of a (small) file. Writing one is herd::WriteFileAtomic
+// (base/files.h).
 absl::StatusOr<std::string> ReadFile(const std::string& path);
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view contents);
 
 // "SIGKILL"-style name of a signal number ("SIG37" if unnamed).
 std::string SignalName(int sig);

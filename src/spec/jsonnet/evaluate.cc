@@ -23,6 +23,7 @@ extern "C" {
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/clock.h"
 
 namespace herd::spec::jsonnet {
 namespace {
@@ -101,12 +102,6 @@ void Child(int fd, const Limits& limits, const std::string& dir, const std::stri
   _exit(0);
 }
 
-int64_t MonoMs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000 + ts.tv_nsec / 1'000'000;
-}
-
 absl::StatusOr<std::string> Run(const Limits& limits, const std::string& dir, const std::string& file,
                                 const std::string* snippet) {
   int p[2];
@@ -124,10 +119,10 @@ absl::StatusOr<std::string> Run(const Limits& limits, const std::string& dir, co
   close(p[1]);
   std::string got;
   bool too_big = false, timed_out = false;
-  const int64_t deadline = MonoMs() + limits.wall_ms;
+  const int64_t deadline = SteadyNowMs() + limits.wall_ms;
   char buf[65536];
   while (true) {
-    const int64_t left = deadline - MonoMs();
+    const int64_t left = deadline - SteadyNowMs();
     if (left <= 0) {
       timed_out = true;
       break;

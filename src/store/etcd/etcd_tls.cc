@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "base/status.h"
 #include "pki/pki.h"
 
@@ -25,7 +26,7 @@ absl::Status EnsureTls(const std::string& ca_dir, const std::string& tls_dir,
   std::error_code ec;
   fs::create_directories(tls_dir, ec);
   fs::permissions(tls_dir, fs::perms::owner_all, ec);
-  HERD_RETURN_IF_ERROR(pki::WriteFileAtomic(tls_dir + "/ca.crt", ca->cert_pem, 0644));
+  HERD_RETURN_IF_ERROR(WriteFileAtomic(tls_dir + "/ca.crt", ca->cert_pem, {.mode = 0644}));
   for (size_t i = 0; i < member_sans.size(); ++i) {
     const std::string crt = absl::StrCat(tls_dir, "/e", i, ".crt");
     if (fs::exists(crt)) continue;
@@ -33,8 +34,8 @@ absl::Status EnsureTls(const std::string& ca_dir, const std::string& tls_dir,
         pki::IssueCredential(*ca, pki::Subject{pki::Role::kMachine, absl::StrCat("etcd-e", i)}, time(nullptr),
                              kValidSeconds, member_sans[i]);
     if (!c.ok()) return c.status();
-    HERD_RETURN_IF_ERROR(pki::WriteFileAtomic(absl::StrCat(tls_dir, "/e", i, ".key"), c->key_pem, 0600));
-    HERD_RETURN_IF_ERROR(pki::WriteFileAtomic(crt, c->cert_pem, 0644));
+    HERD_RETURN_IF_ERROR(WriteFileAtomic(absl::StrCat(tls_dir, "/e", i, ".key"), c->key_pem));
+    HERD_RETURN_IF_ERROR(WriteFileAtomic(crt, c->cert_pem, {.mode = 0644}));
   }
   const std::string master = MasterCredentialPath(tls_dir);
   if (!fs::exists(master)) {
