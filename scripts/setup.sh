@@ -19,7 +19,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libjsonnet-dev libspdlog-dev libfmt-dev libcli11-dev
   etcd-server etcd-client
-  libsqlite3-dev sqlite3 zlib1g-dev libssl-dev openssl libcurl4-openssl-dev tar nlohmann-json3-dev
+  libseccomp-dev libsqlite3-dev sqlite3 zlib1g-dev libssl-dev openssl libcurl4-openssl-dev tar nlohmann-json3-dev
   prometheus-cpp-dev libcpp-httplib-dev libboost-dev prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev

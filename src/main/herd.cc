@@ -243,6 +243,9 @@ void AddAgent(CLI::App& app, int& rc) {
   cmd->add_option("--task-uids", *uids,
                   "Uids tasks run as, one per job owner, LO-HI (default 200000-299999); \"agent\": as the agent "
                   "itself");
+  cmd->add_option("--task-uid-file", o->task_uid_file,
+                  "The host's map of job owners to task uids, shared by every agent on the host (default "
+                  "/var/lib/herd/task-uids)");
   auto cache = std::make_shared<std::string>();
   cmd->add_option("--package-cache-size", *cache, "Disk budget of the package cache (default 10Gi)");
   auto package_max = std::make_shared<std::string>();

@@ -48,7 +48,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using agent::Fd;
+using herd::Fd;
 using agent::ProcessId;
 
 // ---- What a cell keeps in its data directory ------------------------------
@@ -123,7 +123,7 @@ void WriteChildren(const std::string& data, const std::vector<Child>& children) 
     absl::StatusOr<ProcessId> id = agent::IdentifyProcess(c.pid);
     if (id.ok()) absl::StrAppend(&text, c.name, " ", id->pid, " ", id->start_time, "\n");
   }
-  (void)agent::WriteFileAtomic(ChildrenPath(data), text);
+  (void)WriteFileAtomic(ChildrenPath(data), text, {.durable = false});
 }
 
 struct ChildRecord {
@@ -380,6 +380,8 @@ std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, cons
     std::vector<std::string> args = {exe, "agent", "--master", master, "--listen", absl::StrCat(host, ":0"), "--name",
                                      name, "--root", AgentRoot(data, name), "--capacity", capacity, "--attr",
                                      absl::StrCat("rack=r", i / 2),
+                                     // One host: one uid per user whichever agent runs the task.
+                                     "--task-uid-file", (fs::path(data) / "task-uids").string(),
                                      // Agents on one machine share its ports: give each its own range.
                                      "--ports", absl::StrCat(20000 + 1000 * i, "-", 20999 + 1000 * i),
                                      "--http", absl::StrCat(host, ":0"), "--stop-tasks-on-exit",
@@ -675,6 +677,8 @@ int RunUp(const UpOptions& o) {
     std::fprintf(stderr, "herd up: cannot create %s: %s\n", data.c_str(), ec.message().c_str());
     return 1;
   }
+  // What the cell's processes print is the operator's, not the tasks'.
+  fs::permissions(fs::path(data) / "logs", fs::perms::owner_all, ec);
   if (CellLock::Holder(data) != 0) {  // checked again, atomically, below
     std::fprintf(stderr, "herd up: a cell is already running from %s (pid %d); stop it with 'herd down --data %s'\n",
                  data.c_str(), CellLock::Holder(data), data.c_str());

@@ -23,6 +23,14 @@ inline constexpr int64_t kMaxUpdateWaitMs = 86'400'000;  // 1 day: update.min_he
 inline constexpr int64_t kMaxConstraintWeight = 1000;
 inline constexpr int64_t kMaxNameLength = 63;      // port names
 inline constexpr int64_t kMaxLabelValueLength = 1024;
+// Counts inside one job or request (issue #33, M6: 200k labels, 100k
+// constraints or 50k jobs in one request went through and cost the master
+// hundreds of MB).
+inline constexpr int64_t kMaxLabels = 64;            // per job
+inline constexpr int64_t kMaxConstraints = 128;      // per job, hard and soft
+inline constexpr int64_t kMaxPackages = 32;          // per task
+inline constexpr int64_t kMaxDomainLimits = 16;      // max_per_domain entries
+inline constexpr int64_t kMaxJobsPerRequest = 10'000;
 // What a task's command line and environment may hold (Linux's own limit
 // for one string is 128 KiB, for all of them together a few MiB): a spec
 // past these is a mistake or an attack on the master's memory.

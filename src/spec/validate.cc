@@ -174,6 +174,10 @@ bool IsHex(absl::string_view s) {
 }
 
 void CheckPackages(const v1::TaskTemplate& t, Issues* out) {
+  if (t.packages_size() > kMaxPackages) {
+    out->Add("packages", absl::StrCat("has ", t.packages_size(), " packages; at most ", kMaxPackages));
+    return;
+  }
   std::set<std::string> names;
   for (int i = 0; i < t.packages_size(); ++i) {
     const v1::Package& p = t.packages(i);
@@ -261,6 +265,10 @@ void CheckHealth(const v1::TaskTemplate& t, Issues* out) {
 
 void CheckIsolation(const v1::TaskTemplate& t, Issues* out) {
   const v1::Isolation& iso = t.isolation();
+  if (!iso.seccomp().empty() && iso.seccomp() != "runtime-default" && iso.seccomp() != "unconfined") {
+    out->Add("isolation.seccomp", absl::StrCat("'", iso.seccomp(), "' is not a seccomp profile (runtime-default, "
+                                               "unconfined)"));
+  }
   if (iso.root_from_packages() && t.packages_size() == 0) {
     out->Add("isolation.root_from_packages", "the task has no packages to build its root from");
   }
@@ -499,7 +507,11 @@ std::vector<Issue> ValidateIssues(const v1::JobSpec& spec) {
   CheckHealth(t, &out);
   CheckIsolation(t, &out);
 
-  for (int i = 0; i < spec.constraints_size(); ++i) CheckConstraint(spec.constraints(i), Index("constraints", i), &out);
+  if (spec.constraints_size() > kMaxConstraints) {
+    out.Add("constraints", absl::StrCat("has ", spec.constraints_size(), " constraints; at most ", kMaxConstraints));
+  } else {
+    for (int i = 0; i < spec.constraints_size(); ++i) CheckConstraint(spec.constraints(i), Index("constraints", i), &out);
+  }
   CheckRestart(spec.restart(), &out);
   if (spec.grace_period_ms() < 0) {
     out.Add("grace_period", absl::StrCat("must not be negative, got ", spec.grace_period_ms(), "ms"));
@@ -538,7 +550,14 @@ std::vector<Issue> ValidateIssues(const v1::JobSpec& spec) {
     }
     if (n < 1) out.Add(p, absl::StrCat("must be at least 1, got ", n));
   }
-  for (const auto& [k, v] : spec.labels()) label_keys.insert(k);
+  if (static_cast<int64_t>(spec.max_per_domain_size()) > kMaxDomainLimits) {
+    out.Add("max_per_domain", absl::StrCat("has ", spec.max_per_domain_size(), " entries; at most ", kMaxDomainLimits));
+  }
+  if (static_cast<int64_t>(spec.labels_size()) > kMaxLabels) {
+    out.Add("labels", absl::StrCat("has ", spec.labels_size(), " labels; at most ", kMaxLabels));
+  } else {
+    for (const auto& [k, v] : spec.labels()) label_keys.insert(k);
+  }
   for (const std::string& k : label_keys) {
     std::string p = Join("labels", k);
     if (absl::Status st = ValidateAttributeKey(k); !st.ok()) {

@@ -167,5 +167,26 @@ TEST(ValidateTest, ManyOutOfRangeIndexesAreSummarised) {
                              "are out of range: the job has 4 tasks (0-3)"});
 }
 
+// Issue #33, M6: counts inside one spec are bounded, each reported once.
+TEST(ValidateTest, CountsInsideASpecAreBounded) {
+  v1::JobSpec s = ValidSpec();  // has 2 constraints of its own
+  for (int i = 0; i < 200; ++i) (*s.mutable_labels())[absl::StrCat("l", i)] = "v";
+  for (int i = 0; i < 200; ++i) {
+    v1::Constraint* c = s.add_constraints();
+    c->set_attribute("rack");
+    c->set_op(v1::Constraint::EQ);
+    c->add_values("r1");
+  }
+  for (int i = 0; i < 40; ++i) {
+    v1::Package* p = s.mutable_task()->add_packages();
+    p->set_name(absl::StrCat("p", i));
+    p->set_sha256(std::string(64, 'a'));
+    p->set_url("https://example.com/p.tar");
+  }
+  EXPECT_EQ(Problems(s), (std::vector<std::string>{"packages: has 40 packages; at most 32",
+                                                   "constraints: has 202 constraints; at most 128",
+                                                   "labels: has 200 labels; at most 64"}));
+}
+
 }  // namespace
 }  // namespace herd::spec

@@ -656,6 +656,20 @@ void Cell::StopMaster(int sig) {
   }
 }
 
+namespace {
+
+// Whether `herd agent` of `binary` takes `flag` (asked once per binary).
+bool AgentKnows(const std::string& binary, const std::string& flag) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> help;
+  std::lock_guard l(mu);
+  auto it = help.find(binary);
+  if (it == help.end()) it = help.emplace(binary, Run({binary, "agent", "--help"}).out).first;
+  return absl::StrContains(it->second, flag);
+}
+
+}  // namespace
+
 absl::Status Cell::StartAgent(const std::string& name, const std::string& rack, bool wait_up) {
   if (master_address_.empty()) return absl::FailedPreconditionError("start the master first");
   AgentSlot& slot = agents_[name];
@@ -672,6 +686,11 @@ absl::Status Cell::StartAgent(const std::string& name, const std::string& rack, 
                            "--listen",   site.host + ":0", "--name",    name,
                            "--root",     root,          "--capacity", options_.capacity,
                            "--attr",     "rack=" + rack});
+  // One host: its agents share one map of users to uids (an older release's
+  // agent, run by upgrade tests and fail-before checks, has no such flag).
+  if (AgentKnows(argv[site.wrapper.size()], "--task-uid-file")) {
+    argv.insert(argv.end(), {"--task-uid-file", dir_.Sub("task-uids")});
+  }
   if (auto it = options_.agent_flags.find(name); it != options_.agent_flags.end()) {
     argv.insert(argv.end(), it->second.begin(), it->second.end());
   }

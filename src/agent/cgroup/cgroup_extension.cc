@@ -1,5 +1,7 @@
 #include "agent/cgroup/cgroup_extension.h"
 
+#include <sys/statvfs.h>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -15,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "agent/cgroup/evict.h"
+#include "base/files.h"
 #include "base/log.h"
 #include "base/priority.h"
 #include "base/status.h"
@@ -35,15 +38,21 @@ constexpr double kThrottledIgnoresDelay = 0.05;
 
 // Bytes allocated to everything under `dir` (du: blocks, not sizes, not
 // following symlinks).
+// A run directory's disk use (sandbox, logs): walked through descriptors,
+// following nothing the task left in its sandbox (base/files.h).
 int64_t DirBytes(const std::string& dir) {
-  int64_t total = 0;
-  std::error_code ec;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    struct stat st;
-    if (lstat(it->path().c_str(), &st) == 0) total += static_cast<int64_t>(st.st_blocks) * 512;
-  }
-  return total;
+  const size_t slash = dir.rfind('/');
+  if (slash == std::string::npos || slash == 0) return 0;
+  absl::StatusOr<Fd> parent = OpenDirectory(dir.substr(0, slash));
+  if (!parent.ok()) return 0;
+  absl::StatusOr<int64_t> bytes = DiskUsageAt(parent->get(), dir.substr(slash + 1));
+  return bytes.ok() ? *bytes : 0;
+}
+
+int64_t FreeBytesOf(const std::string& dir) {
+  struct statvfs vfs;
+  if (statvfs(dir.c_str(), &vfs) != 0) return -1;
+  return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
 }
 
 // The whole machine's busy CPU time from /proc/stat's "cpu" line, in ticks
@@ -520,6 +529,7 @@ void CgroupExtension::Tick(const std::vector<RunView>& runs) {
   SampleRunsLocked(runs, now);
   SampleMachineLocked(now);
   EvictLocked(runs, now);
+  EnforceDiskLocked(runs, now);
 }
 
 void CgroupExtension::RemoveStaleGroups(const std::vector<RunView>& runs) {
@@ -568,6 +578,7 @@ void CgroupExtension::SampleRunsLocked(const std::vector<RunView>& runs, int64_t
     if (info.disk_mono_ms == 0 || now - info.disk_mono_ms >= options_.disk_interval_ms) {
       info.usage.set_disk_bytes(DirBytes(r.dir.path()));
       info.disk_mono_ms = now;
+      info.disk_sampled = true;
     }
     info.usage.set_sampled_ms(wall);
     info.last = *s;
@@ -812,6 +823,46 @@ void CgroupExtension::EvictLocked(const std::vector<RunView>& runs, int64_t now)
     control_->KillAttempt(id, why, /*evict=*/true);
   }
   evict_hold_until_ms_ = now + options_.eviction_hold_ms;
+}
+
+void CgroupExtension::EnforceDiskLocked(const std::vector<RunView>& runs, int64_t now) {
+  if (!control_) return;
+  struct Candidate {
+    std::string id;
+    int32_t priority;
+    int64_t disk;
+  };
+  std::vector<Candidate> candidates;
+  for (const RunView& r : runs) {
+    if (r.phase != v1::Task::ACTIVE || !r.desired || evicting_.contains(r.spec.run_id())) continue;
+    auto it = runs_.find(r.spec.run_id());
+    if (it == runs_.end() || !it->second.disk_sampled) continue;
+    const int64_t used = it->second.usage.disk_bytes();
+    const int64_t limit = r.spec.resources().disk_bytes();
+    if (limit > 0 && used > limit) {
+      evicting_.insert(r.spec.run_id());
+      control_->KillAttempt(r.spec.run_id(),
+                            absl::StrCat("evicted: its sandbox and logs use ", Mi(used), ", over its disk limit of ",
+                                         Mi(limit)),
+                            /*evict=*/true);
+      continue;
+    }
+    candidates.push_back({r.spec.run_id(), r.spec.priority(), used});
+  }
+  if (options_.disk_reserve_bytes <= 0 || candidates.empty() || now < disk_reserve_next_ms_) return;
+  const int64_t free = options_.disk_free ? options_.disk_free() : FreeBytesOf(options_.owner_dir);
+  if (free < 0 || free >= options_.disk_reserve_bytes) return;
+  // The lowest priority first, then the most disk: one per disk interval
+  // (the next walk shows what that freed).
+  const Candidate& victim = *std::min_element(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.priority != b.priority ? a.priority < b.priority : a.disk > b.disk;
+  });
+  evicting_.insert(victim.id);
+  control_->KillAttempt(victim.id,
+                        absl::StrCat("evicted: the machine's disk has ", Mi(free), " free, below the agent's reserve of ",
+                                     Mi(options_.disk_reserve_bytes), " (this task used ", Mi(victim.disk), ")"),
+                        /*evict=*/true);
+  disk_reserve_next_ms_ = now + std::max(options_.disk_interval_ms, options_.eviction_hold_ms);
 }
 
 int KillAgentGroups(const CgroupOptions& o) {

@@ -92,7 +92,16 @@ struct CgroupOptions {
   // Per-run CPU and memory are sampled at most this often (Tick runs every
   // second); disk (a walk of the run directory) less often.
   int64_t usage_interval_ms = 2'000;
-  int64_t disk_interval_ms = 60'000;
+  int64_t disk_interval_ms = 10'000;
+  // Disk is enforced on what is measured: a run whose directory (sandbox and
+  // logs) passes its resources.disk_bytes is evicted saying so; and while
+  // the file system of owner_dir has less than disk_reserve_bytes free, the
+  // lowest-priority run using the most disk is evicted, one per disk
+  // interval (and eviction hold), so a task cannot fill the machine's disk (the agent's state
+  // and other tasks' logs live there). 0: no reserve.
+  int64_t disk_reserve_bytes = 512ll << 20;
+  // Free bytes where the runs live; default statvfs(owner_dir). Tests fake it.
+  std::function<int64_t()> disk_free;
   // CPU pinning (cpu_manager.h): on where a cpuset controller is mounted.
   // Off for agents that share one host (their pools would overlap).
   bool cpu_pinning = true;
@@ -188,6 +197,7 @@ class CgroupExtension : public Extension {
  private:
   struct RunInfo {
     std::string group;
+    bool disk_sampled = false;
     int64_t oom_base = 0;          // the group's OOM count when the attempt began
     bool have_sample = false;
     CgroupSample last;
@@ -211,6 +221,9 @@ class CgroupExtension : public Extension {
   void SampleRunsLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SampleMachineLocked(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Disk limits and the agent's disk reserve (CgroupOptions::disk_reserve_bytes).
+  void EnforceDiskLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t disk_reserve_next_ms_ ABSL_GUARDED_BY(mu_) = 0;
   // Every control_interval_ms: interference signals, the batch box, and
   // evictions the interference controller asks for.
   void ControlLocked(const std::vector<RunView>& runs, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -181,6 +181,57 @@ TEST_F(CgroupTest, BatchIsThrottledBeforeLsOnOneCpu) {
   EXPECT_GT(l / (l + b), 0.9);
 }
 
+// Issue #33, M5: disk: was not enforced; a task wrote 145 MiB against a
+// 1 MiB limit and filled the machine's disk.
+TEST_F(CgroupTest, ATaskOverItsDiskLimitIsEvictedSayingSo) {
+  CgroupOptions o = Options();
+  o.disk_reserve_bytes = 0;
+  sup_ = Start(std::move(o));
+  v1::TaskRun filler = Sh("filler", "head -c 3000000 /dev/zero > big; exec sleep 1000");
+  filler.mutable_resources()->set_disk_bytes(1 << 20);
+  v1::TaskRun modest = Sh("modest", "head -c 100000 /dev/zero > small; exec sleep 1000");
+  modest.mutable_resources()->set_disk_bytes(1 << 20);
+  sup_->SetDesired({filler, modest});
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, filler.run_id(), IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->evicted());
+  EXPECT_TRUE(absl::StrContains(s->message(), "over its disk limit of 1Mi")) << s->message();
+  // The one within its limit, measured since, still runs.
+  std::optional<v1::RunStatus> m = WaitFor(*sup_, modest.run_id(), [](const std::optional<v1::RunStatus>& s) {
+    return s && s->usage().disk_bytes() >= 100000;
+  });
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(IsActive(m));
+}
+
+// Below the agent's disk reserve, the lowest-priority run using disk goes,
+// one per disk interval.
+TEST_F(CgroupTest, BelowTheDiskReserveTheLowestPriorityRunIsEvicted) {
+  std::atomic<int64_t> free{64ll << 30};
+  CgroupOptions o = Options();
+  o.disk_reserve_bytes = 1ll << 30;
+  o.disk_free = [&free] { return free.load(); };
+  o.eviction_hold_ms = 600'000;  // one eviction, then a hold longer than the test
+  sup_ = Start(std::move(o));
+  v1::TaskRun low = Sh("low", "head -c 200000 /dev/zero > f; exec sleep 1000");
+  low.set_priority(0);
+  v1::TaskRun high = Sh("high", "head -c 200000 /dev/zero > f; exec sleep 1000");
+  high.set_priority(200);
+  sup_->SetDesired({low, high});
+  for (const v1::TaskRun* r : {&low, &high}) {
+    ASSERT_TRUE(WaitFor(*sup_, r->run_id(), [](const std::optional<v1::RunStatus>& s) {
+      return s && s->usage().disk_bytes() >= 200000;
+    }));
+  }
+  free = 10ll << 20;
+  std::optional<v1::RunStatus> s = WaitFor(*sup_, low.run_id(), IsTerminal);
+  ASSERT_TRUE(s);
+  EXPECT_TRUE(s->evicted());
+  EXPECT_TRUE(absl::StrContains(s->message(), "below the agent's reserve")) << s->message();
+  free = 64ll << 30;
+  EXPECT_TRUE(IsActive(Find(*sup_, high.run_id()))) << "the higher priority run stays";
+}
+
 TEST_F(CgroupTest, UsageIsPlausible) {
   sup_ = Start(Options());
   const std::string ready = "ready";

@@ -1,6 +1,7 @@
 #include "agent/packages/isolation_extension.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@
 #include "agent/packages/packages_extension.h"
 #include "agent/runtime/shim_protocol.h"
 #include "base/errno_status.h"
+#include "base/files.h"
+#include "base/status.h"
 
 namespace herd::agent {
 
@@ -40,6 +43,7 @@ absl::Status IsolationExtension::Prepare(const RunView& run, AttemptSetup* setup
   if (root && run.spec.packages().empty()) {
     return absl::InvalidArgumentError("isolation.root_from_packages needs packages to build the root from");
   }
+  if (iso.seccomp() == "unconfined") setup->shim_args.push_back(shim::kOptUnconfined);  // granted by run-as-root
   if (iso.namespaces() || root) {
     setup->shim_args.insert(setup->shim_args.end(), {shim::kOptNamespaces, shim::kOptHostname, TaskHostname(run.spec)});
   }
@@ -76,19 +80,31 @@ absl::Status IsolationExtension::Prepare(const RunView& run, AttemptSetup* setup
   }
   setup->shim_args.insert(setup->shim_args.end(),
                           {shim::kOptUid, absl::StrCat(uid), shim::kOptGid, absl::StrCat(gid)});
-  // The task may write its sandbox (and its working directory in it).
-  std::vector<std::string> dirs = {run.dir.Sandbox()};
+  // The task may write its sandbox (and its working directory in it). The
+  // sandbox may hold what an earlier attempt left, a symlink where a
+  // directory of the workdir was among it: each directory is opened beneath
+  // the sandbox without following symlinks, then chowned through its
+  // descriptor, so no chown lands outside.
+  absl::StatusOr<Fd> dir = OpenDirectory(run.dir.Sandbox());
+  if (!dir.ok()) return dir.status();
+  auto chown_held = [&](const Fd& fd, absl::string_view what) -> absl::Status {
+    if (fchown(fd.get(), uid, gid) != 0) return ErrnoToStatus(errno, absl::StrCat("chown ", what, " to ", account));
+    return absl::OkStatus();
+  };
+  HERD_RETURN_IF_ERROR(chown_held(*dir, run.dir.Sandbox()));
   const std::string& workdir = run.spec.workdir();
   if (!workdir.empty() && workdir[0] != '/') {
-    std::string path = run.dir.Sandbox();
+    std::string walked;
     for (absl::string_view part : absl::StrSplit(workdir, '/', absl::SkipEmpty())) {
-      absl::StrAppend(&path, "/", part);
-      dirs.push_back(path);
-    }
-  }
-  for (const std::string& d : dirs) {
-    if (lchown(d.c_str(), uid, gid) != 0 && errno != ENOENT) {
-      return ErrnoToStatus(errno, absl::StrCat("chown ", d, " to ", account));
+      if (part == ".") continue;
+      absl::StrAppend(&walked, walked.empty() ? "" : "/", part);
+      absl::StatusOr<Fd> next = OpenBeneath(dir->get(), part, O_RDONLY | O_DIRECTORY);
+      if (!next.ok()) {
+        if (absl::IsNotFound(next.status())) break;  // made by PrepareWorkdir; gone since
+        return absl::FailedPreconditionError(absl::StrCat("workdir ", walked, ": ", next.status().message()));
+      }
+      HERD_RETURN_IF_ERROR(chown_held(*next, absl::StrCat("sandbox/", walked)));
+      dir = std::move(next);
     }
   }
   return absl::OkStatus();

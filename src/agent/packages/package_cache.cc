@@ -225,9 +225,13 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
 
 absl::StatusOr<Fetched> PackageCache::FetchArchive(const v1::Package& package, const std::string& sha,
                                                    const std::string& archive, const std::atomic<bool>* stop) {
-  // Downloads go to a name of the digest's own, so what a failed Install
-  // got is resumed by the next one.
-  const std::string partial = absl::StrCat(options_.dir, "/.partial-", sha);
+  // Downloads go to a name of the digest's and the URL's own, so what a
+  // failed Install got is resumed by the next one from the same place, and
+  // never by a fetch of the same digest from elsewhere (bytes another URL
+  // served must not poison it). FNV-1a: stable across restarts.
+  uint64_t url_hash = 1469598103934665603ull;
+  for (unsigned char c : package.url()) url_hash = (url_hash ^ c) * 1099511628211ull;
+  const std::string partial = absl::StrCat(options_.dir, "/.partial-", sha, "-", absl::Hex(url_hash, absl::kZeroPad16));
   FetchOptions fetch = options_.fetch;
   fetch.resume_existing = true;
   for (bool first = true;; first = false) {

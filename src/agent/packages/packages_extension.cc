@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "base/errno_status.h"
+#include "base/files.h"
 
 namespace herd::agent {
 namespace {
@@ -68,6 +69,15 @@ absl::Status CopyTree(const std::string& from, const std::string& to) {
   return absl::OkStatus();
 }
 
+// A task's root (RUN_DIR/root) holds what the task wrote in its /tmp:
+// removed through descriptors, following nothing the task left there.
+absl::Status RemoveRoot(const std::string& root) {
+  const size_t slash = root.rfind('/');
+  absl::StatusOr<Fd> parent = OpenDirectory(slash == 0 ? "/" : root.substr(0, slash));
+  if (!parent.ok()) return parent.status();
+  return RemoveTreeAt(parent->get(), root.substr(slash + 1));
+}
+
 }  // namespace
 
 std::string PackageEnvName(const std::string& name) {
@@ -77,9 +87,8 @@ std::string PackageEnvName(const std::string& name) {
 }
 
 absl::Status BuildRoot(const std::string& root, const std::vector<std::string>& trees) {
-  std::error_code ec;
   unlink(RootReadyMarker(root).c_str());
-  fs::remove_all(root, ec);
+  HERD_RETURN_IF_ERROR(RemoveRoot(root));
   if (mkdir(root.c_str(), 0755) != 0) return ErrnoToStatus(errno, absl::StrCat("mkdir ", root));
   for (const std::string& tree : trees) HERD_RETURN_IF_ERROR(CopyTree(tree, root));
   // Mount points for herd-shim --root (shim_protocol.h) and --bind.
@@ -158,13 +167,21 @@ void PackagesExtension::Recovered(const RunView& run) {
   TakeRefsLocked(run, runs_[run.spec.run_id()]);
 }
 
+// A fetch is one job's digest from one URL: another job naming the same
+// digest with another URL (by mistake, or to squat it) fetches on its own,
+// and its failure is never reported to runs that wait for theirs. Only bytes
+// that hash to the digest become the cached object, whoever fetched them.
+std::string PackagesExtension::FetchKey(const v1::Package& package) {
+  return absl::StrCat(absl::AsciiStrToLower(package.sha256()), " ", package.url());
+}
+
 void PackagesExtension::Fetch(v1::Package package) {
-  const std::string sha = absl::AsciiStrToLower(package.sha256());
+  const std::string key = FetchKey(package);
   absl::Status st = cache_->Install(package, &stop_);
   if (!st.ok()) HERD_LOG_WARN("{}", st.ToString());
   {
     absl::MutexLock l(&mu_);
-    FetchState& f = fetches_[sha];
+    FetchState& f = fetches_[key];
     f.running = false;
     f.error = st;
     f.error_generation = f.generation;
@@ -175,13 +192,14 @@ void PackagesExtension::Fetch(v1::Package package) {
 absl::Status PackagesExtension::EnsureLocked(const RunView& run, RunState& state, const v1::Package& package,
                                              std::string* path) {
   const std::string sha = absl::AsciiStrToLower(package.sha256());
+  const std::string key = FetchKey(package);
   if (std::optional<std::string> p = cache_->Lookup(sha)) {
     *path = *p;
-    state.waiting.erase(sha);
+    state.waiting.erase(key);
     return absl::OkStatus();
   }
-  FetchState& f = fetches_[sha];
-  auto w = state.waiting.find(sha);
+  FetchState& f = fetches_[key];
+  auto w = state.waiting.find(key);
   if (w != state.waiting.end() && !f.running && f.error_generation == w->second && !f.error.ok()) {
     // The fetch this run waited for failed: report it once; the next
     // attempt (if the restart policy makes one) fetches again.
@@ -195,7 +213,7 @@ absl::Status PackagesExtension::EnsureLocked(const RunView& run, RunState& state
     ++f.generation;
     jobs_.push_back([this, package] { Fetch(package); });
   }
-  state.waiting[sha] = f.generation;
+  state.waiting[key] = f.generation;
   return absl::UnavailableError(absl::StrCat("fetching package ", package.name(), " from ", package.url()));
 }
 
@@ -252,21 +270,27 @@ absl::Status PackagesExtension::Prepare(const RunView& run, AttemptSetup* setup)
     for (const v1::Package& p : run.spec.packages()) setup->env["HERD_PACKAGE_" + PackageEnvName(p.name())] = "/";
     return absl::OkStatus();
   }
-  // Symlinks in the sandbox to the cached trees.
+  // Symlinks in the sandbox to the cached trees. The sandbox is the task's:
+  // what an earlier attempt left at packages/ (a symlink out of it, say) is
+  // removed, never followed, and every link is made through the directory's
+  // descriptor.
   const std::string dir = run.dir.Sandbox() + "/packages";
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return ErrnoToStatus(errno, absl::StrCat("mkdir ", dir));
+  absl::StatusOr<Fd> sandbox = OpenDirectory(run.dir.Sandbox());
+  if (!sandbox.ok()) return sandbox.status();
+  absl::StatusOr<Fd> links = MakeDirsBeneath(sandbox->get(), "packages", 0755);
+  if (!links.ok() && absl::IsFailedPrecondition(links.status())) {
+    HERD_RETURN_IF_ERROR(RemoveTreeAt(sandbox->get(), "packages"));
+    links = MakeDirsBeneath(sandbox->get(), "packages", 0755);
   }
+  if (!links.ok()) return links.status();
   for (int i = 0; i < run.spec.packages_size(); ++i) {
     const v1::Package& p = run.spec.packages(i);
     if (p.name().find('/') != std::string::npos || p.name() == "." || p.name() == "..") {
       return absl::InvalidArgumentError(absl::StrCat("package name \"", p.name(), "\" is not a file name"));
     }
     const std::string link = dir + "/" + p.name();
-    unlink(link.c_str());  // a restart, or the package was evicted and fetched again
-    if (symlink(trees[i].c_str(), link.c_str()) != 0) {
-      return ErrnoToStatus(errno, absl::StrCat("symlink ", link));
-    }
+    // A restart, or the package was evicted and fetched again.
+    HERD_RETURN_IF_ERROR(ReplaceWithSymlinkAt(links->get(), p.name(), trees[i]));
     setup->env["HERD_PACKAGE_" + PackageEnvName(p.name())] = link;
   }
   return absl::OkStatus();
@@ -286,9 +310,8 @@ void PackagesExtension::Released(const RunView& run) {
   // trees), and a root holds many links.
   Enqueue([this, refs = std::move(state.refs), root] {
     if (!root.empty()) {
-      std::error_code ec;
       unlink(RootReadyMarker(root).c_str());
-      fs::remove_all(root, ec);
+      if (absl::Status st = RemoveRoot(root); !st.ok()) HERD_LOG_WARN("cannot remove task root {}: {}", root, st.ToString());
     }
     for (const std::string& sha : refs) cache_->Unref(sha);
   });

@@ -76,7 +76,7 @@ class PackagesExtension : public Extension {
   };
   struct RunState {
     std::vector<std::string> refs;  // digests referenced
-    std::map<std::string, uint64_t> waiting;  // digest -> fetch generation waited for
+    std::map<std::string, uint64_t> waiting;  // FetchKey -> fetch generation waited for
     bool root_building = false;
     absl::Status root_error;
   };
@@ -89,6 +89,7 @@ class PackagesExtension : public Extension {
   absl::Status EnsureLocked(const RunView& run, RunState& state, const v1::Package& package, std::string* path)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Fetch(v1::Package package);
+  static std::string FetchKey(const v1::Package& package);  // "SHA URL"
 
   const Options options_;
   std::unique_ptr<PackageCache> cache_;
@@ -96,7 +97,7 @@ class PackagesExtension : public Extension {
   std::atomic<bool> stop_{false};
 
   mutable absl::Mutex mu_;
-  std::map<std::string, FetchState> fetches_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, FetchState> fetches_ ABSL_GUARDED_BY(mu_);  // by FetchKey
   std::map<std::string, RunState> runs_ ABSL_GUARDED_BY(mu_);
   std::deque<std::function<void()>> jobs_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

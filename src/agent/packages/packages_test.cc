@@ -139,6 +139,32 @@ TEST_F(PackagesTest, DigestMismatchEndsTheRunForGood) {
   EXPECT_EQ(s->restarts(), 0);
 }
 
+// Issue #33, M1: bob names the digest of alice's package with a URL that
+// serves other bytes; his fetch fails, and alice's run, started at the same
+// moment, must still get her package from her URL.
+TEST_F(PackagesTest, ADigestSquattedFromAnotherUrlNeverEndsAnotherRun) {
+  StartWith(Extension());
+  v1::Package alice_pkg = DataPackage("shared", "alice's bytes\n");
+  v1::Package bob_pkg = DataPackage("other", "bob's bytes\n");
+  bob_pkg.set_sha256(alice_pkg.sha256());  // squatting alice's digest
+  bob_pkg.set_name("shared");
+  v1::TaskRun bob = MakeRun("pkg.bob", {"sleep", "1000"}, v1::RestartPolicy::ALWAYS);
+  *bob.add_packages() = bob_pkg;
+  v1::TaskRun alice =
+      Sh("pkg.alice", "cat $HERD_PACKAGE_SHARED/hello.txt; exec sleep 1000", v1::RestartPolicy::ALWAYS);
+  *alice.add_packages() = alice_pkg;
+  sup_->SetDesired({bob, alice});
+  ASSERT_TRUE(WaitFor(*sup_, alice.run_id(), IsActive));
+  EXPECT_EQ(StdoutOf("pkg.alice", "alice's bytes\n"), "alice's bytes\n");
+  // Bob's run failed on his own fetch, or -- if alice's fetch was first --
+  // got the bytes that really have that digest: never his.
+  std::optional<v1::RunStatus> b = WaitFor(*sup_, bob.run_id(), [](const std::optional<v1::RunStatus>& s) {
+    return s && (s->terminal() || s->phase() == v1::Task::ACTIVE);
+  });
+  ASSERT_TRUE(b);
+  if (b->terminal()) EXPECT_TRUE(absl::StrContains(b->message(), "does not have sha256")) << b->message();
+}
+
 TEST_F(PackagesTest, LocalFilesOnlyFromAllowedDirectories) {
   StartWith(Extension());
   // Outside the allowed directory: a file, a symlink out of it, and ".."
@@ -238,14 +264,21 @@ TEST_F(PackagesTest, InstallResumesWhatAFailedInstallFetched) {
   absl::Status st = (*cache)->Install(pkg);
   EXPECT_TRUE(absl::IsUnavailable(st)) << st;
   EXPECT_TRUE(absl::StartsWith(st.message(), "package web: GET " + server.Url("web.tar"))) << st;
-  EXPECT_EQ(std::filesystem::file_size(o.dir + "/.partial-" + sha), 100'000u);
+  auto partial = [&]() -> std::string {  // .partial-SHA-URLHASH
+    for (const auto& e : std::filesystem::directory_iterator(o.dir)) {
+      if (absl::StartsWith(e.path().filename().string(), ".partial-" + sha + "-")) return e.path().string();
+    }
+    return "";
+  };
+  ASSERT_FALSE(partial().empty());
+  EXPECT_EQ(std::filesystem::file_size(partial()), 100'000u);
 
   ASSERT_TRUE((*cache)->Install(pkg).ok());
   std::vector<herd::testing::HttpRequest> reqs = server.requests();
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_EQ(reqs[1].Header("range"), "bytes=100000-");
   EXPECT_TRUE((*cache)->Lookup(sha));
-  EXPECT_FALSE(std::filesystem::exists(o.dir + "/.partial-" + sha));
+  EXPECT_EQ(partial(), "");
 }
 
 TEST_F(PackagesTest, ResumedBytesOfAnotherVersionAreFetchedAgain) {

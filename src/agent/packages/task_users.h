@@ -3,8 +3,10 @@
 // time this machine runs a task of Herd user U, U gets the next free uid of
 // a configured range (default 200000-299999, above any ordinary account),
 // with a group of the same number, and keeps it: the assignment is kept in
-// a file under the agent's root, so restarts and re-adopted runs agree.
-// Two users never share a uid on a machine; a task reads only what its
+// a file of the host (--task-uid-file, default /var/lib/herd/task-uids)
+// that every agent of the host shares, each appending under an flock after
+// reading what the others assigned, so restarts, re-adopted runs and
+// several agents on one host agree. Two users never share a uid on a host; a task reads only what its
 // owner's uid may read. (Borg runs tasks as the job's user; the uids here
 // need no /etc/passwd entry, as systemd's DynamicUser.)
 #pragma once
@@ -18,6 +20,11 @@
 #include "absl/status/statusor.h"
 
 namespace herd::agent {
+
+// Where agents of a host keep the map unless told (--task-uid-file).
+inline constexpr char kHostTaskUidFile[] = "/var/lib/herd/task-uids";
+
+class TaskUidFile;  // the state file, locked (task_users.cc)
 
 struct TaskAccount {
   uint32_t uid = 0;
@@ -41,6 +48,8 @@ class TaskUsers {
 
  private:
   explicit TaskUsers(Options o) : options_(std::move(o)) {}
+  // Merges the file's assignments (the caller holds its lock).
+  absl::Status LoadLocked(TaskUidFile& file);
   Options options_;
   std::mutex mu_;
   std::map<std::string, uint32_t> uids_;

@@ -45,6 +45,21 @@ TEST_F(TaskUsersTest, EachUserGetsAUidOfTheirOwnThatSurvivesARestart) {
   EXPECT_EQ(dave.status().code(), absl::StatusCode::kResourceExhausted) << dave.status();
 }
 
+// Two agents on one host, both open at once on the host's file (issue #33,
+// H2: each handed out the same first uid to a different user).
+TEST_F(TaskUsersTest, AgentsSharingAHostNeverGiveTwoUsersOneUid) {
+  auto m0 = TaskUsers::Open(o_);
+  auto m1 = TaskUsers::Open(o_);
+  ASSERT_TRUE(m0.ok() && m1.ok());
+  auto alice = (*m0)->For("alice");
+  auto bob = (*m1)->For("bob");
+  ASSERT_TRUE(alice.ok() && bob.ok()) << alice.status() << bob.status();
+  EXPECT_NE(alice->uid, bob->uid);
+  // And one user has one uid whichever agent runs the task.
+  EXPECT_EQ((*m1)->For("alice")->uid, alice->uid);
+  EXPECT_EQ((*m0)->For("bob")->uid, bob->uid);
+}
+
 TEST_F(TaskUsersTest, ATornLastLineIsForgottenAndGarbageIsAnError) {
   // Crashed mid-append, leaving a valid-looking prefix of "bob 200001".
   std::ofstream(o_.state_file) << "alice 200000\nbob 2000";

@@ -42,11 +42,13 @@
 #include <vector>
 
 #include "agent/runtime/shim_protocol.h"
+#include "agent/runtime/task_hardening.h"
 #include "base/clock.h"  // header-only use: the shim links nothing of Herd
 
 namespace {
 
 namespace shim = herd::agent::shim;
+namespace agent = herd::agent;
 
 std::string g_run_dir;
 
@@ -72,7 +74,7 @@ bool WriteAll(int fd, const char* p, size_t n) {
 // Writes RUN_DIR/name as a whole: a reader sees the old file or the new one.
 bool WriteAtomic(const char* name, const std::string& text) {
   std::string tmp = RunPath(std::string(".") + name + ".tmp");
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     Diag("open tmp file", errno);
     return false;
@@ -187,6 +189,9 @@ struct Options {
   long long log_max_bytes = 0;
   int log_keep = 0;
   bool namespaces = false;
+  // --unconfined: no seccomp filter, bounding set kept (the job's
+  // isolation.seccomp, granted by run-as-root).
+  bool unconfined = false;
   std::string hostname;
   std::string root;
   std::string cwd;
@@ -215,6 +220,10 @@ int ParseOptions(int argc, char** argv, Options* o) {
     const char* opt = argv[i];
     if (strcmp(opt, shim::kOptNamespaces) == 0) {
       o->namespaces = true;
+      continue;
+    }
+    if (strcmp(opt, shim::kOptUnconfined) == 0) {
+      o->unconfined = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -280,7 +289,8 @@ struct LogStream {
   long long size = 0;
 
   bool Open() {
-    file_fd = open(RunPath(name).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    // The task's output is the agent's to serve (herd logs), no one else's.
+    file_fd = open(RunPath(name).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (file_fd < 0) return false;
     struct stat st;
     size = fstat(file_fd, &st) == 0 ? st.st_size : 0;
@@ -412,8 +422,8 @@ struct SetupError {
   int err;
 };
 constexpr const char* kStages[] = {"stdio", "cgroup", "namespaces", "hostname", "mount",
-                                   "root",  "cwd",    "user",       "exec"};
-enum Stage { kStdio, kCgroup, kNamespaces, kHostname, kMount, kRoot, kCwd, kUser, kExec };
+                                   "root",  "cwd",    "user",       "exec",     "privileges"};
+enum Stage { kStdio, kCgroup, kNamespaces, kHostname, kMount, kRoot, kCwd, kUser, kExec, kHarden };
 
 [[noreturn]] void ChildFail(int report_fd, Stage stage) {
   SetupError e{stage, errno};
@@ -478,11 +488,26 @@ int PivotRoot(const char* new_root, const char* put_old) {
       ChildFail(report_fd, kMount);
     }
   }
-  if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) ChildFail(report_fd, kCwd);
+  // Least privilege (task_hardening.h): the bounding set while still root,
+  // the rest last.
+  const agent::SeccompMode seccomp =
+      o.unconfined ? agent::SeccompMode::kUnconfined : agent::SeccompMode::kRuntimeDefault;
+  const bool root_task = o.uid == 0 || (o.uid < 0 && geteuid() == 0);
+  if (int e = agent::DropBoundingCapabilities(seccomp, root_task); e != 0) {
+    errno = e;
+    ChildFail(report_fd, kHarden);
+  }
   if (o.gid >= 0 || o.uid >= 0) {
     if (setgroups(0, nullptr) != 0) ChildFail(report_fd, kUser);
     if (o.gid >= 0 && setgid(static_cast<gid_t>(o.gid)) != 0) ChildFail(report_fd, kUser);
     if (o.uid >= 0 && setuid(static_cast<uid_t>(o.uid)) != 0) ChildFail(report_fd, kUser);
+  }
+  // Only as the task's uid: the working directory is in the task's sandbox,
+  // where the task may have left a symlink; root never follows it.
+  if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) ChildFail(report_fd, kCwd);
+  if (int e = agent::HardenBeforeExec(seccomp); e != 0) {
+    errno = e;
+    ChildFail(report_fd, kHarden);
   }
   // Nothing but stdio crosses into the task.
   close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
@@ -651,6 +676,16 @@ bool UserOf(const std::string& pid, long* uid, long* gid) {
   return *uid >= 0 && *gid >= 0;
 }
 
+// Whether a process runs under a seccomp filter.
+bool Filtered(const std::string& pid) {
+  std::string text;
+  if (!ReadWhole("/proc/" + pid + "/status", &text)) return true;  // when unsure, filtered
+  for (const std::string& line : Split(text, '\n')) {
+    if (line.compare(0, 8, "Seccomp:") == 0) return strtol(line.c_str() + 8, nullptr, 10) != 0;
+  }
+  return true;
+}
+
 pid_t g_enter_child = 0;
 void ForwardSignal(int sig) {
   if (g_enter_child > 0) kill(g_enter_child, sig);
@@ -692,6 +727,10 @@ int EnterMain(int argc, char** argv) {
   if (int rc = JoinCgroups(pid); rc != 0) return rc;
   long uid, gid;
   if (!UserOf(pid, &uid, &gid)) return EnterFail("read /proc/" + pid + "/status", errno ? errno : EINVAL);
+  // The task's own filter (its status says "Seccomp: 2") is given to the
+  // command too; a task run unconfined passes that on.
+  const agent::SeccompMode seccomp =
+      Filtered(pid) ? agent::SeccompMode::kRuntimeDefault : agent::SeccompMode::kUnconfined;
   // Namespaces that differ from ours, plus the task's root and working
   // directory, all opened before entering any of them (/proc paths may mean
   // something else afterwards).
@@ -721,14 +760,21 @@ int EnterMain(int argc, char** argv) {
     if (ns_fd[k] >= 0) close(ns_fd[k]);
   }
   if (fchdir(root_fd) != 0 || chroot(".") != 0) return EnterFail("enter task root", errno);
-  if (!cwd.empty() ? chdir(cwd.c_str()) != 0 : fchdir(cwd_fd) != 0) return EnterFail("chdir", errno);
+  // The task's own working directory; one asked for by name is entered only
+  // as the task's uid (below), so a symlink the task planted cannot take a
+  // root process anywhere.
+  if (fchdir(cwd_fd) != 0) return EnterFail("chdir", errno);
   close(root_fd);
   close(cwd_fd);
 
   auto become_user_and_exec = [&]() -> int {
+    // A command in the task is held as the task is (task_hardening.h).
+    if (int e = agent::DropBoundingCapabilities(seccomp, uid == 0); e != 0) return EnterFail("drop capabilities", e);
     if (setgroups(0, nullptr) != 0 || setgid(static_cast<gid_t>(gid)) != 0 || setuid(static_cast<uid_t>(uid)) != 0) {
       return EnterFail("switch to uid " + std::to_string(uid), errno);
     }
+    if (!cwd.empty() && chdir(cwd.c_str()) != 0) return EnterFail("chdir " + cwd, errno);
+    if (int e = agent::HardenBeforeExec(seccomp); e != 0) return EnterFail("seccomp", e);
     execvp(cmd[0], cmd);
     int err = errno;
     fprintf(stderr, "herd-shim --enter: exec %s: %s\n", cmd[0], strerror(err));
@@ -859,7 +905,7 @@ int main(int argc, char** argv) {
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    const char* stage = setup.stage >= 0 && setup.stage <= kExec ? kStages[setup.stage] : "?";
+    const char* stage = setup.stage >= 0 && setup.stage <= kHarden ? kStages[setup.stage] : "?";
     if (setup.stage == kExec) {
       return Finish(std::string("failed ") + shim::kExecFailedPrefix + strerror(setup.err) + " (" + task_argv[0] +
                     ")");

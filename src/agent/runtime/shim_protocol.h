@@ -97,6 +97,8 @@ inline constexpr char kOptCgroup[] = "--cgroup";
 inline constexpr char kOptLogMaxBytes[] = "--log-max-bytes";
 inline constexpr char kOptLogKeep[] = "--log-keep";
 inline constexpr char kOptNamespaces[] = "--namespaces";
+// No seccomp filter and the capability bounding set kept (task_hardening.h).
+inline constexpr char kOptUnconfined[] = "--unconfined";
 inline constexpr char kOptHostname[] = "--hostname";
 inline constexpr char kOptRoot[] = "--root";
 inline constexpr char kOptCwd[] = "--cwd";

@@ -72,6 +72,10 @@ struct AgentOptions {
   // a shared cell).
   uint32_t task_uid_min = 200000;
   uint32_t task_uid_count = 100000;
+  // The host's map of job owners to those uids, shared by every agent of the
+  // host so that one user has one uid there and two users never share one;
+  // "" = /var/lib/herd/task-uids (ROOT/task-uids for an agent not root).
+  std::string task_uid_file;
 
   // Named ports are allocated from [port_min, port_max].
   int32_t port_min = 20000;

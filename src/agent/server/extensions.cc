@@ -1,5 +1,9 @@
 #include "agent/server/extensions.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "agent/cgroup/cgroup_extension.h"
 #include "agent/health/health_extension.h"
 #include "agent/packages/isolation_extension.h"
@@ -34,7 +38,14 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     std::shared_ptr<TaskUsers> users;
     if (options.task_uid_count > 0) {
       TaskUsers::Options u;
-      u.state_file = options.root_dir + "/task-uids";
+      u.state_file = options.task_uid_file;
+      if (u.state_file.empty()) {
+        u.state_file = geteuid() == 0 ? std::string(kHostTaskUidFile) : options.root_dir + "/task-uids";
+      }
+      if (size_t slash = u.state_file.rfind('/'); slash != std::string::npos && slash > 0) {
+        std::error_code ec;
+        std::filesystem::create_directories(u.state_file.substr(0, slash), ec);
+      }
       u.first_uid = options.task_uid_min;
       u.count = options.task_uid_count;
       HERD_ASSIGN_OR_RETURN(std::unique_ptr<TaskUsers> opened, TaskUsers::Open(u));

@@ -29,7 +29,7 @@ std::vector<LogReader::File> LogReader::Snapshot(const std::string& path) {
     // scan below sees (possibly twice: duplicates are dropped), and keeps
     // their order.
     File live;
-    live.fd.Reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    live.fd.Reset(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     struct stat st;
     if (live.fd.valid() && fstat(live.fd.get(), &st) == 0) {
       live.dev = st.st_dev;
@@ -49,7 +49,7 @@ std::vector<LogReader::File> LogReader::Snapshot(const std::string& path) {
     // two missing in a row.
     for (int k = 1, missing = 0; missing < 2; ++k) {
       File f;
-      f.fd.Reset(open(absl::StrCat(path, ".", k).c_str(), O_RDONLY | O_CLOEXEC));
+      f.fd.Reset(open(absl::StrCat(path, ".", k).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
       if (!f.fd.valid() || fstat(f.fd.get(), &st) != 0) {
         ++missing;
         continue;

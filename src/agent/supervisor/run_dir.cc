@@ -14,6 +14,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "agent/runtime/shim_protocol.h"
+#include "base/files.h"
 #include "base/status.h"
 #include "base/errno_status.h"
 #include "agent/runtime/process.h"
@@ -24,13 +25,6 @@ namespace {
 constexpr char kSpecFile[] = "run.pb";
 constexpr char kStateFile[] = "state";
 constexpr char kDefaultPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-absl::Status MakeDir(const std::string& path) {
-  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    return ErrnoToStatus(errno, absl::StrCat("mkdir ", path));
-  }
-  return absl::OkStatus();
-}
 
 absl::Status Unlink(const std::string& path) {
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
@@ -141,14 +135,22 @@ absl::Status ValidateRunId(absl::string_view run_id) {
 std::string RunDir::File(absl::string_view name) const { return absl::StrCat(path_, "/", name); }
 
 absl::Status RunDir::Create() const {
-  HERD_RETURN_IF_ERROR(MakeDir(path_));
-  return MakeDir(Sandbox());
+  // Private: the directory lets the task's uid pass through to its sandbox
+  // (0711) and every file in it is the agent's alone (0600: run.pb holds the
+  // env, secrets included, and the logs are the task's output). The sandbox
+  // is 0700, handed to the task's uid by IsolationExtension.
+  for (auto [dir, mode] : {std::pair{path_, 0711}, std::pair{Sandbox(), 0700}}) {
+    HERD_RETURN_IF_ERROR(MakeDir(dir, mode));
+    if (chmod(dir.c_str(), mode) != 0) return ErrnoToStatus(errno, absl::StrCat("chmod ", dir));  // whatever the umask
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RunDir::WriteSpec(const v1::TaskRun& spec) const {
   std::string bytes;
   if (!spec.SerializeToString(&bytes)) return absl::InternalError("cannot serialize TaskRun");
-  return WriteFileAtomic(File(kSpecFile), bytes);
+  // Not synced: a lost spec is sent again by the master.
+  return WriteFileAtomic(File(kSpecFile), bytes, {.durable = false});
 }
 
 absl::StatusOr<v1::TaskRun> RunDir::ReadSpec() const {
@@ -175,16 +177,16 @@ absl::Status RunDir::WriteState(const RunState& state) const {
   // lines, which the reader skips, to the old length so the file never
   // shrinks and needs no truncate.
   std::string text = EncodeRunState(state);
-  if (text.size() > kStateInPlaceMax) return WriteFileAtomic(File(kStateFile), text);
+  if (text.size() > kStateInPlaceMax) return WriteFileAtomic(File(kStateFile), text, {.durable = false});
   const std::string path = File(kStateFile);
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return ErrnoToStatus(errno, path);
   Fd owned(fd);
   struct stat st;
   if (fstat(fd, &st) != 0) return ErrnoToStatus(errno, path);
   if (st.st_size > static_cast<off_t>(kStateInPlaceMax)) {
     owned.Reset();
-    return WriteFileAtomic(path, text);
+    return WriteFileAtomic(path, text, {.durable = false});
   }
   if (static_cast<off_t>(text.size()) < st.st_size) text.append(static_cast<size_t>(st.st_size) - text.size(), '\n');
   const ssize_t n = pwrite(fd, text.data(), text.size(), 0);
@@ -251,11 +253,16 @@ absl::StatusOr<std::string> PrepareWorkdir(const v1::TaskRun& spec, const RunDir
   if (workdir[0] == '/') return workdir;
   std::string path = dir.Sandbox();
   for (absl::string_view part : absl::StrSplit(workdir, '/', absl::SkipEmpty())) {
-    if (part == "." ) continue;
     if (part == "..") return absl::InvalidArgumentError("workdir escapes the sandbox: " + workdir);
-    absl::StrAppend(&path, "/", part);
-    HERD_RETURN_IF_ERROR(MakeDir(path));
+    if (part != ".") absl::StrAppend(&path, "/", part);
   }
+  // The sandbox is the task's to change: made through descriptors, never
+  // following a symlink the task left where a directory was (the agent is
+  // root; the shim enters the directory only as the task's uid).
+  absl::StatusOr<Fd> sandbox = OpenDirectory(dir.Sandbox());
+  if (!sandbox.ok()) return sandbox.status();
+  absl::StatusOr<Fd> made = MakeDirsBeneath(sandbox->get(), workdir, 0755);
+  if (!made.ok()) return absl::FailedPreconditionError(absl::StrCat("workdir ", workdir, ": ", made.status().message()));
   return path;
 }
 

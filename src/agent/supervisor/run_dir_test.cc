@@ -150,6 +150,39 @@ TEST_F(RunDirTest, EnvironmentAndWorkdir) {
   EXPECT_EQ(*PrepareWorkdir(spec, dir), "/srv");
   spec.set_workdir("a/../../etc");
   EXPECT_FALSE(PrepareWorkdir(spec, dir).ok());
+
+  // The task replaced `l` in its sandbox with a symlink out of it: the
+  // (root) agent refuses to make the working directory through it.
+  const std::string outside = dir.path() + "-outside";
+  std::filesystem::create_directories(outside);
+  std::filesystem::create_directory_symlink(outside, dir.Sandbox() + "/l");
+  spec.set_workdir("l/b");
+  absl::StatusOr<std::string> refused = PrepareWorkdir(spec, dir);
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_FALSE(std::filesystem::exists(outside + "/b"));
+  std::filesystem::remove_all(outside);
+}
+
+TEST(RunDirPrivacy, RunDirectoryIsPrivate) {
+  char tmpl[] = "/tmp/herd_rundir_private.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  RunDir dir(std::string(tmpl) + "/run");
+  ASSERT_TRUE(dir.Create().ok());
+  v1::TaskRun spec;
+  spec.set_run_id("r");
+  (*spec.mutable_env())["SECRET"] = "x";
+  ASSERT_TRUE(dir.WriteSpec(spec).ok());
+  ASSERT_TRUE(dir.WriteState(RunState{}).ok());
+  auto mode = [](const std::string& p) {
+    struct stat st;
+    EXPECT_EQ(stat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode(dir.path()), 0711u);
+  EXPECT_EQ(mode(dir.Sandbox()), 0700u);
+  EXPECT_EQ(mode(dir.File("run.pb")), 0600u);
+  EXPECT_EQ(mode(dir.File("state")), 0600u);
+  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace

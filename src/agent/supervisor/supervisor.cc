@@ -29,6 +29,7 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "base/errno_status.h"
+#include "base/files.h"
 
 namespace herd::agent {
 namespace {
@@ -40,11 +41,6 @@ constexpr uint64_t kInotifyToken = 2;
 constexpr int64_t kStartingPollMs = 1'000;
 // The loop wakes at least this often.
 constexpr int64_t kMaxSleepMs = 60'000;
-
-absl::Status MakeDir(const std::string& path) {
-  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoToStatus(errno, "mkdir " + path);
-  return absl::OkStatus();
-}
 
 std::vector<std::string> ListDir(const std::string& path) {
   std::vector<std::string> names;
@@ -131,8 +127,27 @@ absl::StatusOr<std::unique_ptr<Supervisor>> Supervisor::Create(Options options) 
 }
 
 absl::Status Supervisor::Init() {
-  HERD_RETURN_IF_ERROR(MakeDir(options_.root_dir));
-  HERD_RETURN_IF_ERROR(MakeDir(options_.root_dir + "/runs"));
+  HERD_RETURN_IF_ERROR(MakeDir(options_.root_dir, 0711));
+  // Tasks pass through runs/ to their sandboxes but cannot list it (run ids
+  // name other users' jobs); an older agent made it 0755.
+  HERD_RETURN_IF_ERROR(MakeDir(options_.root_dir + "/runs", 0711));
+  if (chmod((options_.root_dir + "/runs").c_str(), 0711) != 0) {
+    return ErrnoToStatus(errno, absl::StrCat("chmod ", options_.root_dir, "/runs"));
+  }
+  if (geteuid() == 0) {
+    // Tasks under their own uids enter their sandboxes as themselves: every
+    // directory above them must let others pass (o+x).
+    std::string dir = std::filesystem::absolute(options_.root_dir).lexically_normal().string();
+    while (!dir.empty() && dir != "/") {
+      struct stat st;
+      if (stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
+        HERD_LOG_WARN("{} is mode {:o}: tasks running as their own uids cannot reach their sandboxes below it; "
+                      "give it o+x (e.g. chmod 0711)", dir, st.st_mode & 07777);
+        break;
+      }
+      dir = dir.substr(0, dir.rfind('/'));
+    }
+  }
   if (absl::StatusOr<std::string> boot = ReadFile(shim::kBootIdPath); boot.ok()) {
     boot_id_ = std::string(absl::StripAsciiWhitespace(*boot));
   }
@@ -761,6 +776,12 @@ void Supervisor::StartAttemptLocked(Run& run) {
                                          shim::kOptLogKeep, absl::StrCat(std::max(0, options_.log_keep))});
   }
   spawn.argv.insert(spawn.argv.end(), setup.shim_args.begin(), setup.shim_args.end());
+  // The shim starts in the run directory (the agent's own); its child enters
+  // the working directory only as the task's uid, for the task may have left
+  // a symlink there. (A task root's --cwd comes from IsolationExtension.)
+  if (std::find(setup.shim_args.begin(), setup.shim_args.end(), shim::kOptCwd) == setup.shim_args.end()) {
+    spawn.argv.insert(spawn.argv.end(), {shim::kOptCwd, *workdir});
+  }
   if (run.spec.at_most_once()) {
     spawn.argv.insert(spawn.argv.end(),
                       {shim::kOptLeaseFile, LeasePath(), shim::kOptLeaseGraceMs, absl::StrCat(GraceMs(run))});
@@ -773,7 +794,13 @@ void Supervisor::StartAttemptLocked(Run& run) {
   }
   spawn.env = TaskEnvironment(run.spec, run.dir, setup.env);
   for (auto& [key, value] : spawn.env) value = SubstituteVariables(value, setup.substitutions);
-  spawn.cwd = *workdir;
+  spawn.cwd = run.dir.path();
+  if (!run.spec.workdir().empty() && run.spec.workdir()[0] == '/' && !run.spec.isolation().root_from_packages()) {
+    // An absolute workdir that is not there will not be on a restart either.
+    struct stat st;
+    const int err = stat(workdir->c_str(), &st) != 0 ? errno : (S_ISDIR(st.st_mode) ? 0 : ENOTDIR);
+    if (err != 0) return fail("cannot start herd-shim", ErrnoToStatus(err, absl::StrCat("chdir ", *workdir)), true);
+  }
   spawn.stderr_path = run.dir.File(shim::kShimLogFile);
   absl::StatusOr<pid_t> pid = Spawn(spawn);
   if (!pid.ok()) {
@@ -988,6 +1015,7 @@ void Supervisor::RemoveLocked(const std::string& run_id) {
 void Supervisor::CollectGarbageLocked() {
   const int64_t now_ms = options_.clock->NowMs();
   const std::string runs_dir = options_.root_dir + "/runs";
+  absl::StatusOr<Fd> runs;  // opened on the first deletion
   for (const std::string& name : ListDir(runs_dir)) {
     if (runs_.contains(name)) continue;
     RunDir dir(runs_dir + "/" + name);
@@ -1006,10 +1034,12 @@ void Supervisor::CollectGarbageLocked() {
       since_ms = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
     }
     if (now_ms - since_ms < options_.log_retention_ms) continue;
-    std::error_code ec;
-    std::filesystem::remove_all(dir.path(), ec);
-    if (ec) {
-      HERD_LOG_WARN("cannot delete run dir {}: {}", dir.path(), ec.message());
+    // The sandbox is the task's: removed through descriptors, never
+    // following what it left there.
+    if (!runs.ok()) runs = OpenDirectory(runs_dir);
+    absl::Status removed = runs.ok() ? RemoveTreeAt(runs->get(), name) : runs.status();
+    if (!removed.ok()) {
+      HERD_LOG_WARN("cannot delete run dir {}: {}", dir.path(), removed.ToString());
     } else {
       HERD_LOG_INFO("deleted run dir {} (retention over)", dir.path());
     }

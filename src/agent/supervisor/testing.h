@@ -1,6 +1,8 @@
 // Helpers for tests that drive a Supervisor with real processes.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <dirent.h>
 #include <gtest/gtest.h>
 
@@ -172,6 +174,9 @@ class SupervisorFixture : public ::testing::Test {
     char tmpl[] = "/tmp/herd-supervisor-test-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     root_ = tmpl;
+    // As an agent's root is: tasks under their own uids pass through it to
+    // their sandboxes (mkdtemp made it 0700).
+    chmod(root_.c_str(), 0711);
   }
 
   void TearDown() override {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "base/exhaustive.h"
 #include "base/log.h"
 #include "base/status.h"
 
@@ -169,13 +170,57 @@ void Committer::MaybeWantSnapshot() {
   }
 }
 
-absl::Status Committer::CheckSpace() const {
+// Below the disk reserve, what frees space or only follows what machines
+// did still goes through (issue #33, M5: a full disk refused the admin's
+// kill that would have freed it, and tasks' exits went unrecorded): kills,
+// scale-downs, drains, and the agents' task and machine reports.
+// Everything that adds work waits for space.
+static bool AllowedBelowReserve(const cell::CellState& s, const v1::Mutation& m) {
+  HERD_EXHAUSTIVE_BEGIN
+  switch (m.kind_case()) {
+    case v1::Mutation::kJobKilled:
+    case v1::Mutation::kMachineDrained:
+    case v1::Mutation::kTaskObserved:
+    case v1::Mutation::kTaskExited:
+    case v1::Mutation::kTaskLost:
+    case v1::Mutation::kTaskRescheduled:
+    case v1::Mutation::kMachineDown:
+    case v1::Mutation::kMachineUp:
+    case v1::Mutation::kMachinePackages:
+    case v1::Mutation::kMachineInterference:
+      return true;
+    case v1::Mutation::kJobUpdated: {
+      const v1::JobUpdated& u = m.job_updated();
+      const cell::Job* job = s.FindJob(absl::StrCat(u.spec().user(), "/", u.spec().name()));
+      return u.resize() && job != nullptr && u.spec().task_count() < job->spec.task_count();
+    }
+    case v1::Mutation::kJobsSubmitted:
+    case v1::Mutation::kTaskScheduled:
+    case v1::Mutation::kMachineRegistered:
+    case v1::Mutation::kQuotaSet:
+    case v1::Mutation::kReservationsSet:
+    case v1::Mutation::kUserSet:
+    case v1::Mutation::kTasksUpdated:
+    case v1::Mutation::kRolloutChanged:
+    case v1::Mutation::kJobReleased:
+    case v1::Mutation::kScheduleTriggered:
+    case v1::Mutation::KIND_NOT_SET:
+      return false;
+  }
+  HERD_EXHAUSTIVE_END
+  return false;
+}
+
+absl::Status Committer::CheckSpace(const v1::Mutation* m) const {
   if (!opts_.free_bytes) return absl::OkStatus();
   const int64_t free = opts_.free_bytes();
   if (free < 0 || free >= opts_.min_free_bytes) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat("the master's disk has ", free >> 20,
-                                                   " MiB free, below its reserve of ", opts_.min_free_bytes >> 20,
-                                                   " MiB: changes are refused until space is freed (reads work)"));
+  // A quarter of the reserve is kept even from these: the store needs room
+  // to write them.
+  if (m != nullptr && free >= opts_.min_free_bytes / 4 && AllowedBelowReserve(state_, *m)) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the master's disk has ", free >> 20, " MiB free, below its reserve of ", opts_.min_free_bytes >> 20,
+      " MiB: changes are refused until space is freed (reads work; kills, scale-downs and drains go through)"));
 }
 
 namespace {
@@ -189,13 +234,13 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
 absl::StatusOr<int64_t> Committer::Commit(absl::string_view actor, const BuildFn& build) {
   const auto t0 = std::chrono::steady_clock::now();
   HERD_RETURN_IF_ERROR(CheckLeading());
-  HERD_RETURN_IF_ERROR(CheckSpace());
   int64_t last;
   std::vector<v1::Mutation> queued;
   {
     absl::MutexLock l(&mu_);
     HERD_ASSIGN_OR_RETURN(std::vector<v1::Mutation> ms, build(state_));
     if (ms.empty()) return state_.revision();
+    for (const v1::Mutation& m : ms) HERD_RETURN_IF_ERROR(CheckSpace(&m));
     if (ms.size() == 1) {
       HERD_RETURN_IF_ERROR(state_.Check(ms[0]));
     } else {
@@ -225,14 +270,14 @@ std::vector<absl::Status> Committer::CommitEachImpl(absl::string_view actor, std
                                                     bool wait) {
   const auto t0 = std::chrono::steady_clock::now();
   if (absl::Status lead = CheckLeading(); !lead.ok()) return std::vector<absl::Status>(mutations.size(), lead);
-  if (absl::Status space = CheckSpace(); !space.ok()) return std::vector<absl::Status>(mutations.size(), space);
   std::vector<absl::Status> out(mutations.size());
   int64_t last = 0;
   {
     absl::MutexLock l(&mu_);
     std::vector<v1::Mutation> accepted;
     for (size_t i = 0; i < mutations.size(); ++i) {
-      out[i] = state_.Check(mutations[i]);
+      out[i] = CheckSpace(&mutations[i]);
+      if (out[i].ok()) out[i] = state_.Check(mutations[i]);
       if (!out[i].ok()) continue;
       last = ApplyLocked(mutations[i], actor);
       accepted.push_back(std::move(mutations[i]));

@@ -146,8 +146,9 @@ class Committer {
   void SetDurableSeen(int64_t rev);
   void InstallLog(std::unique_ptr<store::GroupCommitLog> log, store::LogStore* store)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // OK, or RESOURCE_EXHAUSTED while the disk is below its reserve.
-  absl::Status CheckSpace() const;
+  // OK, or RESOURCE_EXHAUSTED while the disk is below its reserve -- unless
+  // `m` frees space or records what a machine did (AllowedBelowReserve).
+  absl::Status CheckSpace(const v1::Mutation* m) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SnapshotLoop();
 
   store::LogStore* store_;  // null on a follower; set once by Promote()

@@ -1,5 +1,6 @@
 #include "master/server/dns_server.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -9,25 +10,21 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <list>
+#include <map>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/clock.h"
 #include "base/errno_status.h"
 #include "base/log.h"
 
 namespace herd::master {
 namespace {
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // "HOST:PORT" or "[V6]:PORT" -> a socket address.
 absl::StatusOr<sockaddr_storage> ParseAddress(const std::string& address, socklen_t* len) {
@@ -101,12 +98,24 @@ absl::StatusOr<int> Bind(const sockaddr_storage& a, socklen_t len, int type) {
 // §4.2.2); answers go out the same way.
 struct Connection {
   int fd = -1;
+  std::string source;  // the client's address, without its port
   std::string in;
   std::string out;
   int64_t deadline_ms = 0;
   int queries = 0;
   bool eof = false;  // the client has sent all it will: answer, then close
+  int64_t active_ms = 0;  // last read or write
 };
+
+std::string SourceOf(const sockaddr_storage& a) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (a.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&a)->sin_addr, text, sizeof text);
+  } else if (a.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&a)->sin6_addr, text, sizeof text);
+  }
+  return text;
+}
 
 }  // namespace
 
@@ -178,7 +187,7 @@ struct DnsServer::Impl {
       sockaddr_storage from{};
       socklen_t len = sizeof from;
       ssize_t n = recvfrom(udp, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &len);
-      if (n <= 0 || !limiter.Allow(SourceKey(from), static_cast<double>(SteadyMs()))) continue;
+      if (n <= 0 || !limiter.Allow(SourceKey(from), static_cast<double>(SteadyNowMs()))) continue;
       std::string reply = dns::Respond(absl::string_view(buf.data(), n), false, answer);
       if (!reply.empty()) sendto(udp, reply.data(), reply.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
     }
@@ -213,7 +222,7 @@ struct DnsServer::Impl {
       c.out.push_back(static_cast<char>(reply.size() >> 8));
       c.out.push_back(static_cast<char>(reply.size() & 0xFF));
       c.out.append(reply);
-      c.deadline_ms = SteadyMs() + options.tcp_idle_ms;
+      c.deadline_ms = SteadyNowMs() + options.tcp_idle_ms;
       ++c.queries;
     }
     return true;
@@ -231,11 +240,34 @@ struct DnsServer::Impl {
     return true;
   }
 
+  // Whether a new connection from `source` may be served, closing another
+  // source's to make room if all are taken: only one whose source holds at
+  // least two more than `source` would (a fair share, so one client cannot
+  // hold every connection).
+  bool Admit(std::list<Connection>& conns, const std::string& source) {
+    std::map<std::string, int> held;
+    for (const Connection& c : conns) ++held[c.source];
+    const int mine = held[source];
+    if (mine >= options.max_tcp_per_source) return false;
+    if (static_cast<int>(conns.size()) < options.max_tcp_connections) return true;
+    auto victim = conns.end();
+    for (auto it = conns.begin(); it != conns.end(); ++it) {
+      const int n = held[it->source];
+      if (n <= mine + 1) continue;  // no more than its share above the newcomer's
+      const int v = victim == conns.end() ? 0 : held[victim->source];
+      if (n > v || (n == v && it->active_ms < victim->active_ms)) victim = it;
+    }
+    if (victim == conns.end()) return false;
+    close(victim->fd);
+    conns.erase(victim);
+    return true;
+  }
+
   void ServeTcp() {
     std::list<Connection> conns;
     while (true) {
       std::vector<pollfd> fds = {{wake[0], POLLIN, 0}, {tcp, POLLIN, 0}};
-      int64_t now = SteadyMs();
+      int64_t now = SteadyNowMs();
       int64_t next = now + options.tcp_idle_ms;
       for (Connection& c : conns) {
         fds.push_back({c.fd, static_cast<short>(c.out.empty() ? POLLIN : POLLOUT), 0});
@@ -246,7 +278,7 @@ struct DnsServer::Impl {
         break;
       }
       if (fds[0].revents) break;
-      now = SteadyMs();
+      now = SteadyNowMs();
       size_t i = 2;
       for (auto it = conns.begin(); it != conns.end(); ++i) {
         const short ev = fds[i].revents;
@@ -256,6 +288,7 @@ struct DnsServer::Impl {
         if (keep && !it->out.empty()) keep = Write(*it);
         if (keep && it->out.empty() && !it->in.empty()) keep = Read(*it);  // queries that waited
         const bool done = (it->eof || it->queries >= options.max_queries_per_connection) && it->out.empty();
+        if (keep && (ev & (POLLIN | POLLOUT))) it->active_ms = now;
         if (!keep || done || now > it->deadline_ms) {
           close(it->fd);
           it = conns.erase(it);
@@ -265,13 +298,21 @@ struct DnsServer::Impl {
       }
       if (fds[1].revents & POLLIN) {
         while (true) {
-          int fd = accept4(tcp, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+          sockaddr_storage peer{};
+          socklen_t peer_len = sizeof peer;
+          int fd = accept4(tcp, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC | SOCK_NONBLOCK);
           if (fd < 0) break;
-          if (static_cast<int>(conns.size()) >= options.max_tcp_connections) {
-            close(fd);  // full: the client tries again later
+          const std::string source = SourceOf(peer);
+          if (!Admit(conns, source)) {
+            close(fd);  // over its share: the client tries again later
             continue;
           }
-          conns.push_back({fd, "", "", now + options.tcp_idle_ms, 0, false});
+          Connection c;
+          c.fd = fd;
+          c.source = source;
+          c.deadline_ms = now + options.tcp_idle_ms;
+          c.active_ms = now;
+          conns.push_back(std::move(c));
         }
       }
     }

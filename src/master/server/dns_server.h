@@ -29,6 +29,10 @@ namespace herd::master {
 struct DnsServerOptions {
   std::string address = "127.0.0.1:5353";  // port 0: pick one (address() says which)
   int max_tcp_connections = 64;
+  // One source address holds at most this many TCP connections; when all
+  // are taken, a source with fewer takes one from the source holding the
+  // most (its least recently active), so one client cannot starve the rest.
+  int max_tcp_per_source = 8;
   int64_t tcp_idle_ms = 5'000;
   int max_queries_per_connection = 100;
   int udp_per_source_per_second = 200;

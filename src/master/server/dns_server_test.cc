@@ -1,9 +1,13 @@
 #include "master/server/dns_server.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstring>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "gtest/gtest.h"
@@ -124,6 +128,74 @@ TEST_F(DnsServerTest, TcpAnswersPipelinedQueriesInOrderAndBoundsConnections) {
   ASSERT_EQ(write(second, junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
   EXPECT_EQ(ReadFramed(second), "");
   for (int f : {fd, second, third}) close(f);
+}
+
+// Issue #33, L2: one source holding every TCP connection made every other
+// client's query fail. A source gets at most its share; when all are
+// taken, a newcomer from another source takes the greedy one's oldest.
+TEST(DnsServerFairness, OneSourceCannotHoldEveryTcpConnection) {
+  auto server = DnsServer::Start(
+      {.address = "127.0.0.1:0", .max_tcp_connections = 4, .max_tcp_per_source = 3, .tcp_idle_ms = 60'000},
+      [](const dns::Question& q) {
+        dns::Response r;
+        r.answer.push_back({q.name, dns::kTypeA, 5, dns::RdataA("10.0.0.1")});
+        return r;
+      });
+  ASSERT_TRUE(server.ok()) << server.status();
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi((*server)->address().substr((*server)->address().rfind(':') + 1), &port));
+  auto connect_from = [&](const char* source) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    inet_pton(AF_INET, source, &local.sin_addr);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local), 0) << strerror(errno);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(port));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+    timeval tv{10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+  };
+  const std::string query = Query("a.herd");
+  const std::string q = std::string(1, static_cast<char>(query.size() >> 8)) +
+                        static_cast<char>(query.size() & 0xFF) + query;
+  // Answered: a whole framed answer comes back (a closed connection gives
+  // EOF or a reset).
+  auto read_n = [](int fd, size_t n) {
+    std::string out(n, '\0');
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = read(fd, out.data() + got, n - got);
+      if (r <= 0) return false;
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  };
+  auto answered = [&](int fd) {
+    if (send(fd, q.data(), q.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(q.size())) return false;
+    unsigned char len[2];
+    if (read(fd, len, 1) != 1 || read(fd, len + 1, 1) != 1) return false;
+    return read_n(fd, static_cast<size_t>(len[0]) << 8 | len[1]);
+  };
+  // The greedy source: three connections answered, a fourth refused.
+  std::vector<int> greedy;
+  for (int i = 0; i < 3; ++i) greedy.push_back(connect_from("127.0.0.2"));
+  for (int fd : greedy) EXPECT_TRUE(answered(fd));
+  int over = connect_from("127.0.0.2");
+  EXPECT_FALSE(answered(over)) << "past its share of the connections";
+  // Two other clients are served: the first takes the last free one, the
+  // second the greedy source's least recently active.
+  int a = connect_from("127.0.0.3");
+  EXPECT_TRUE(answered(a));
+  int b = connect_from("127.0.0.4");
+  EXPECT_TRUE(answered(b));
+  EXPECT_FALSE(answered(greedy[0])) << "the greedy source's oldest connection was closed for the newcomer";
+  EXPECT_TRUE(answered(greedy[2]));
+  for (int fd : greedy) close(fd);
+  for (int fd : {over, a, b}) close(fd);
 }
 
 }  // namespace

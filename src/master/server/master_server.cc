@@ -581,6 +581,13 @@ int RunMaster(const ServerOptions& o) {
     HERD_LOG_ERROR("cannot create data directory {}: {}", options.data_dir, ec.message());
     return 1;
   }
+  // The cell's state (env values, secrets among them), the audit log and
+  // the master's key: the master's alone, whatever the umask made.
+  std::filesystem::permissions(options.data_dir, std::filesystem::perms::owner_all, ec);
+  if (ec) {
+    HERD_LOG_ERROR("cannot make data directory {} private: {}", options.data_dir, ec.message());
+    return 1;
+  }
   absl::StatusOr<History> history = OpenHistory(options);
   if (!history.ok()) {
     HERD_LOG_ERROR("--history: {}", history.status().ToString());

@@ -21,6 +21,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include <atomic>
+#include <functional>
 #include <map>
 
 #include "absl/strings/ascii.h"
@@ -29,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "base/clock.h"
 #include "base/log.h"
 
 namespace herd::metrics {
@@ -219,7 +221,16 @@ struct MetricsServer::Impl {
   Registry* registry = nullptr;
   std::string token_digest;
   absl::Mutex mu;
-  std::map<std::string, int> per_client ABSL_GUARDED_BY(mu);  // open connections by client address
+  std::map<std::string, int> per_client ABSL_GUARDED_BY(mu);  // open connections by client network
+  // Every open connection, for choosing one to close when all are taken.
+  struct Held {
+    std::string network;
+    int64_t since_ms = 0;
+    bool served = false;          // has sent a whole request
+    std::function<void()> close;  // posts a close to the session's strand
+  };
+  std::map<uint64_t, Held> held ABSL_GUARDED_BY(mu);
+  uint64_t next_id ABSL_GUARDED_BY(mu) = 0;
   std::atomic<int> connections{0};
   std::atomic<int> in_flight{0};
   ssl::context tls{ssl::context::tls_server};
@@ -229,8 +240,47 @@ struct MetricsServer::Impl {
   std::thread io_thread;
 
   void Accept();
+  // Whether a connection from `network` may open now, closing another to
+  // make room when all are taken (MetricsServerOptions::max_connections).
+  bool Admit(const std::string& network) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   HttpReply Route(const HttpRequest& req, const std::string& authorization);
 };
+
+namespace {
+
+// Connections are counted by network, not address: a host has a whole
+// IPv4 /24 or IPv6 /64 to connect from.
+std::string NetworkOf(const net::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) return NetworkOf(net::ip::make_address_v4(net::ip::v4_mapped, a.to_v6()));
+  if (a.is_v4()) {
+    const auto b = a.to_v4().to_bytes();
+    return absl::StrCat(b[0], ".", b[1], ".", b[2], ".0/24");
+  }
+  const auto b = a.to_v6().to_bytes();
+  std::string out;
+  for (int i = 0; i < 8; i += 2) absl::StrAppend(&out, absl::Hex(b[i] << 8 | b[i + 1]), ":");
+  return out + ":/64";
+}
+
+}  // namespace
+
+bool MetricsServer::Impl::Admit(const std::string& network) {
+  const int mine = per_client[network];
+  if (mine >= options.max_connections_per_client) return false;
+  if (connections.load() < options.max_connections) return true;
+  auto victim = held.end();
+  for (auto it = held.begin(); it != held.end(); ++it) {
+    if (it->second.served) continue;  // a client that talks keeps its connection
+    const int n = per_client[it->second.network];
+    if (n <= mine + 1) continue;
+    const int v = victim == held.end() ? 0 : per_client[victim->second.network];
+    if (n > v || (n == v && it->second.since_ms < victim->second.since_ms)) victim = it;
+  }
+  if (victim == held.end()) return false;
+  victim->second.close();
+  victim->second.served = true;  // chosen once
+  return true;
+}
 
 namespace {
 
@@ -238,17 +288,36 @@ namespace {
 // handled on the worker pool and answered here.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, MetricsServer::Impl* server, std::string client)
-      : stream_(std::move(socket), server->tls), server_(server), client_(std::move(client)) {}
+  Session(tcp::socket socket, MetricsServer::Impl* server, std::string client, std::string network, uint64_t id)
+      : stream_(std::move(socket), server->tls),
+        server_(server),
+        client_(std::move(client)),
+        network_(std::move(network)),
+        id_(id) {}
 
   ~Session() {
     server_->connections.fetch_sub(1);
     absl::MutexLock l(&server_->mu);
-    auto it = server_->per_client.find(client_);
+    server_->held.erase(id_);
+    auto it = server_->per_client.find(network_);
     if (it != server_->per_client.end() && --it->second <= 0) server_->per_client.erase(it);
   }
 
   void Start() {
+    {
+      absl::MutexLock l(&server_->mu);
+      MetricsServer::Impl::Held& h = server_->held[id_];
+      h.network = network_;
+      h.since_ms = SteadyNowMs();
+      h.close = [weak = weak_from_this()] {
+        if (std::shared_ptr<Session> s = weak.lock()) {
+          net::post(s->stream_.get_executor(), [s] {
+            beast::error_code ignored;
+            beast::get_lowest_layer(s->stream_).socket().close(ignored);
+          });
+        }
+      };
+    }
     beast::get_lowest_layer(stream_).expires_after(std::chrono::milliseconds(server_->options.head_timeout_ms));
     stream_.async_handshake(ssl::stream_base::server,
                             [self = shared_from_this()](beast::error_code ec) {
@@ -278,6 +347,10 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     if (ec) return;  // closed, timed out or malformed: drop it
+    if (requests_ == 0) {
+      absl::MutexLock l(&server_->mu);
+      if (auto it = server_->held.find(id_); it != server_->held.end()) it->second.served = true;
+    }
     ++requests_;
     http::request<http::string_body> req = parser_->release();
     const bool keep_alive =
@@ -347,6 +420,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::ssl_stream<beast::tcp_stream> stream_;
   MetricsServer::Impl* server_;
   const std::string client_;
+  const std::string network_;
+  const uint64_t id_;
   beast::flat_buffer buffer_{MetricsServer::kMaxHeaderBytes + MetricsServer::kMaxBodyBytes};
   std::optional<http::request_parser<http::string_body>> parser_;
   int requests_ = 0;
@@ -361,16 +436,20 @@ void MetricsServer::Impl::Accept() {
       beast::error_code ignored;
       const tcp::endpoint peer = socket.remote_endpoint(ignored);
       const std::string client = peer.address().to_string();
-      bool admit = connections.load() < options.max_connections;
-      if (admit) {
+      const std::string network = NetworkOf(peer.address());
+      bool admit = false;
+      uint64_t id = 0;
+      {
         absl::MutexLock l(&mu);
-        int& n = per_client[client];
-        admit = n < options.max_connections_per_client;
-        if (admit) ++n;
+        admit = Admit(network);
+        if (admit) {
+          ++per_client[network];
+          id = next_id++;
+        }
       }
       if (admit) {
         connections.fetch_add(1);
-        std::make_shared<Session>(std::move(socket), this, client)->Start();
+        std::make_shared<Session>(std::move(socket), this, client, network, id)->Start();
       } else {
         socket.close(ignored);  // over a limit: closed before any TLS work
       }

@@ -97,8 +97,13 @@ struct MetricsServerOptions {
   int threads = 2;  // handlers run on these
   // Every other path (the master's web UI); nullptr answers 404.
   HttpHandler pages;
-  int max_connections = 256;            // open at once; more are closed at once
-  int max_connections_per_client = 32;  // from one address
+  // Open at once. When all are taken, a client whose network holds fewer
+  // takes the oldest connection that has not sent a request yet from the
+  // network holding the most (at least two more), so idle connections from
+  // a spread of addresses cannot lock out a real scrape; otherwise the new
+  // one is closed at once.
+  int max_connections = 256;
+  int max_connections_per_client = 32;  // from one network (an IPv4 /24, an IPv6 /64)
   int max_in_flight = 64;               // requests being handled; more get 503
   int64_t head_timeout_ms = 10'000;     // TLS handshake, then a request's head, each within this
   int64_t idle_timeout_ms = 5'000;      // a kept-alive connection with no new request is closed

@@ -246,10 +246,17 @@ TEST_F(MetricsServerTest, ASecondConnectionResumesTheSession) {
 // A raw TLS client (no certificate) for the limits' tests.
 class RawClient {
  public:
-  explicit RawClient(const std::string& address) {
+  // From `source` (an address of this host), if given.
+  explicit RawClient(const std::string& address, const std::string& source = "") {
     const std::string host = address.substr(0, address.rfind(':'));
     const int port = std::stoi(address.substr(address.rfind(':') + 1));
     fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    if (!source.empty()) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, source.c_str(), &local.sin_addr);
+      if (bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) return;
+    }
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_port = htons(static_cast<uint16_t>(port));
@@ -365,6 +372,33 @@ TEST_F(LimitsTest, ConnectionsPerClientAreCapped) {
   EXPECT_FALSE(fourth.handshaken()) << "a 4th connection from one address was served";
   held.pop_back();  // one closes: room again, once the server sees it
   EXPECT_TRUE(herd::testing::Eventually([&] { return RawClient(server_->address()).handshaken(); }));
+}
+
+// Issue #33, M4: idle connections from a spread of addresses, no
+// credential needed, held every connection, and an authorised scrape got
+// no answer. Now a client from a network holding fewer takes the oldest idle
+// connection of the network holding the most; clients that talk keep theirs.
+TEST_F(LimitsTest, IdleConnectionsFromManyAddressesCannotLockOutAScrape) {
+  MetricsServerOptions o;
+  o.max_connections = 4;
+  o.max_connections_per_client = 3;
+  o.head_timeout_ms = 120'000;  // the idle ones would stay for the whole test
+  Start(std::move(o));
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (const char* source : {"127.0.1.1", "127.0.1.2", "127.0.1.3", "127.0.2.1"}) {
+    idle.push_back(std::make_unique<RawClient>(server_->address(), source));
+    ASSERT_TRUE(idle.back()->handshaken()) << source;
+  }
+  // Full: the scrape (from 127.0.0.1) takes the oldest of 127.0.1.0/24's.
+  Reply r = Scrape(server_->address(), pki_, &pki_.user);
+  ASSERT_TRUE(r.connected);
+  EXPECT_EQ(r.status, 200);
+  signal(SIGPIPE, SIG_IGN);  // writes to the connection the server closed
+  const std::string get = "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  std::string evicted = idle[0]->Send(get) ? idle[0]->ReadAll() : "";
+  EXPECT_FALSE(absl::StrContains(evicted, "HTTP/1.1")) << "the oldest idle connection of the greediest network stayed";
+  ASSERT_TRUE(idle[1]->Send(get));
+  EXPECT_TRUE(absl::StrContains(idle[1]->ReadAll(), "HTTP/1.1")) << "the others are still served";
 }
 
 TEST_F(LimitsTest, NoRangesAndSecurityHeadersEverywhere) {

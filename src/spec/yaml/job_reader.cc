@@ -39,7 +39,7 @@ constexpr absl::string_view kHealthFields[] = {"http", "tcp", "command", "interv
                                                "initial_delay", "latency_bound"};
 constexpr absl::string_view kHttpCheckFields[] = {"port", "path"};
 constexpr absl::string_view kTcpCheckFields[] = {"port"};
-constexpr absl::string_view kIsolationFields[] = {"namespaces", "root_from_packages", "user"};
+constexpr absl::string_view kIsolationFields[] = {"namespaces", "root_from_packages", "user", "seccomp"};
 constexpr absl::string_view kJobResourceFields[] = {"cpu", "memory", "disk", "ports", "gpu", "extended"};
 constexpr absl::string_view kOverrideResourceFields[] = {"cpu", "memory", "disk", "gpu", "extended"};
 constexpr absl::string_view kConstraintFields[] = {"attribute", "op", "value", "values", "soft", "weight"};
@@ -553,7 +553,7 @@ void JobReader::ReadHealthCheck(const Value& v, v1::HealthCheck* h) {
 }
 
 void JobReader::ReadIsolation(const Value& v, v1::Isolation* iso) {
-  std::optional<Fields> f = Map(v, kIsolationFields, "isolation (a map with namespaces:, root_from_packages:, user:)");
+  std::optional<Fields> f = Map(v, kIsolationFields, "isolation (a map with namespaces:, root_from_packages:, user:, seccomp:)");
   if (!f) return;
   if (const Entry* e = f->Get("namespaces")) {
     if (auto b = Bool(ValueOf(*e, v.path))) iso->set_namespaces(*b);
@@ -563,6 +563,9 @@ void JobReader::ReadIsolation(const Value& v, v1::Isolation* iso) {
   }
   if (const Entry* e = f->Get("user")) {
     if (auto s = String(ValueOf(*e, v.path))) iso->set_user(*s);
+  }
+  if (const Entry* e = f->Get("seccomp")) {
+    if (auto s = String(ValueOf(*e, v.path))) iso->set_seccomp(*s);
   }
 }
 

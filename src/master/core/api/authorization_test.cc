@@ -384,5 +384,43 @@ TEST(DiskReserve, ChangesStopAndReadsGoOnWhileTheDiskIsFull) {
   EXPECT_TRUE((*core)->jobs().Submit(Principal::User("alice"), more).ok());
 }
 
+// Issue #33, M5: below the reserve, what frees space still goes through --
+// the admin's kill, a scale-down -- while growing is refused; only in the
+// last quarter of the reserve is every change refused.
+TEST(DiskReserve, KillsAndScaleDownsFreeAFullDisk) {
+  store::MemoryLogStore store;
+  FakeAgentLink link;
+  std::atomic<int64_t> free_bytes{1ll << 30};
+  MasterOptions o;
+  o.run_scheduler = false;
+  o.run_link = false;
+  o.committer.free_bytes = [&] { return free_bytes.load(); };
+  auto core = MasterCore::Create(&store, &link, RealClock::Get(), o);
+  ASSERT_TRUE(core.ok()) << core.status();
+  v1::SubmitRequest sub;
+  *sub.add_jobs() = JobBuilder("web").Tasks(3).Cpu(100).Build();
+  *sub.add_jobs() = JobBuilder("filler").Tasks(1).Cpu(100).Build();
+  *sub.add_jobs() = JobBuilder("db").Tasks(1).Cpu(100).Build();
+  ASSERT_TRUE((*core)->jobs().Submit(Principal::User("alice"), sub).ok());
+  free_bytes = 40ll << 20;  // below the 64 MiB reserve, above its last quarter
+  v1::ScaleRequest up;
+  up.set_job("web");
+  up.set_tasks(5);
+  EXPECT_EQ((*core)->jobs().Scale(Principal::User("alice"), up).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  v1::ScaleRequest down = up;
+  down.set_tasks(1);
+  auto scaled = (*core)->jobs().Scale(Principal::User("alice"), down);
+  EXPECT_TRUE(scaled.ok()) << scaled.status();
+  v1::KillRequest kill;
+  kill.set_job("filler");
+  auto killed = (*core)->jobs().Kill(Principal::User("alice"), kill);
+  EXPECT_TRUE(killed.ok()) << killed.status();
+  free_bytes = 10ll << 20;  // the last quarter: nothing
+  kill.set_job("db");
+  absl::Status st = (*core)->jobs().Kill(Principal::User("alice"), kill).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+}
+
 }  // namespace
 }  // namespace herd::master

@@ -13,6 +13,7 @@
 #include "cell/job_update.h"
 #include "master/core/admission/quota.h"
 #include "master/core/batch/schedules.h"
+#include "spec/limits.h"
 #include "spec/validate.h"
 
 namespace herd::master {
@@ -51,6 +52,11 @@ absl::Status PrepareSpec(const ApiContext& ctx, const Principal& who, v1::JobSpe
     HERD_RETURN_IF_ERROR(ctx.Authorize(
         who, Action::kRunTaskAs, Resource{JobId(spec->user(), spec->name()), spec->user(), "", account}));
   }
+  // No seccomp filter, all capabilities kept: as much as root, granted alike.
+  if (spec->task().isolation().seccomp() == "unconfined") {
+    HERD_RETURN_IF_ERROR(ctx.Authorize(
+        who, Action::kRunTaskAs, Resource{JobId(spec->user(), spec->name()), spec->user(), "", "root"}));
+  }
   std::vector<std::string> problems;
   if (!framework_task) {
     // The built-in scheduler leaves a framework's tasks alone: a job that
@@ -71,6 +77,10 @@ absl::Status PrepareSpec(const ApiContext& ctx, const Principal& who, v1::JobSpe
 
 absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v1::SubmitRequest& req) {
   if (req.jobs().empty()) return absl::InvalidArgumentError("nothing to submit: no jobs");
+  if (req.jobs_size() > spec::kMaxJobsPerRequest) {
+    return absl::InvalidArgumentError(absl::StrCat("a submit holds at most ", spec::kMaxJobsPerRequest, " jobs, not ",
+                                                   req.jobs_size(), ": submit them in parts"));
+  }
   // Authorization and validation need no state: both outside the lock.
   std::vector<v1::JobSpec> specs;
   std::vector<std::string> problems;
