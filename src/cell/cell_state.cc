@@ -187,8 +187,8 @@ ResourceVector CellState::Usage(absl::string_view user, Band band) const {
   return it == usage_.end() ? ResourceVector{} : it->second;
 }
 
-const std::vector<std::string>* CellState::FindRequest(absl::string_view request_id) const {
-  auto it = requests_.find(request_id);
+const std::vector<std::string>* CellState::FindRequest(absl::string_view user, absl::string_view request_id) const {
+  auto it = requests_.find(RequestKey(std::string(user), std::string(request_id)));
   return it == requests_.end() ? nullptr : &it->second;
 }
 
@@ -255,7 +255,7 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
   HERD_EXHAUSTIVE_BEGIN
   switch (m.kind_case()) {
     case v1::Mutation::kJobsSubmitted:
-      return CheckSubmit(m.jobs_submitted());
+      return CheckSubmit(m);
     case v1::Mutation::kJobKilled:
       return CheckKill(m.job_killed());
     case v1::Mutation::kJobUpdated:
@@ -594,10 +594,18 @@ void CellState::RecordRunOutcome(const Job& run) {
   }
 }
 
-void CellState::RecordRequest(const std::string& request_id, std::vector<std::string> jobs) {
+std::string CellState::RequestUser(const v1::Mutation& m) {
+  if (!m.actor().empty()) return m.actor();
+  const auto& jobs = m.jobs_submitted().jobs();
+  return jobs.empty() ? std::string() : jobs[0].user();
+}
+
+void CellState::RecordRequest(const std::string& user, const std::string& request_id, std::vector<std::string> jobs) {
   if (request_id.empty()) return;
-  requests_[request_id] = std::move(jobs);
-  request_order_.push_back(request_id);
+  RequestKey key(user, request_id);
+  if (requests_.contains(key)) return;  // recorded once; CheckSubmit refuses a reuse
+  requests_[key] = std::move(jobs);
+  request_order_.push_back(std::move(key));
   while (request_order_.size() > kMaxRequestIds) {
     requests_.erase(request_order_.front());
     request_order_.pop_front();

@@ -315,8 +315,13 @@ class CellState {
   const absl::btree_map<std::string, v1::User>& users() const { return users_; }
   // Sum of the limits of the user's live (not DEAD) tasks in the band.
   ResourceVector Usage(absl::string_view user, Band band) const;
-  // The jobs created by a submit request id (empty if unknown).
-  const std::vector<std::string>* FindRequest(absl::string_view request_id) const;
+  // The jobs created by a submit request id of this user (null if unknown).
+  // Request ids are scoped per user (#33): the same id used by two users is
+  // two requests.
+  const std::vector<std::string>* FindRequest(absl::string_view user, absl::string_view request_id) const;
+  // The user a submit's request id belongs to: the mutation's actor (the
+  // caller the master committed it for), else the owner of its first job.
+  static std::string RequestUser(const v1::Mutation& m);
 
   // Allocs (Borg §2.4, docs/allocs.md). The alloc a task in an alloc set
   // runs in (the alloc set's task of its index; nullptr if none), what an
@@ -356,7 +361,7 @@ class CellState {
   Machine* MutableMachine(absl::string_view name);
   absl::Status CheckRef(const v1::TaskRef& ref, const Task** out) const;
 
-  absl::Status CheckSubmit(const v1::JobsSubmitted& m) const;
+  absl::Status CheckSubmit(const v1::Mutation& m) const;
   absl::Status CheckPlaceOn(const v1::JobsSubmitted& m) const;
   absl::Status CheckKill(const v1::JobKilled& m) const;
   absl::Status CheckScheduled(const v1::TaskScheduled& m) const;
@@ -455,7 +460,7 @@ class CellState {
   // job's run history.
   void RecordRunOutcome(const Job& run);
   void AddUsage(const Task& t, bool add);
-  void RecordRequest(const std::string& request_id, std::vector<std::string> jobs);
+  void RecordRequest(const std::string& user, const std::string& request_id, std::vector<std::string> jobs);
 
   std::string cell_name_;
   int64_t revision_ = 0;
@@ -466,8 +471,9 @@ class CellState {
   absl::btree_map<std::pair<std::string, std::string>, v1::Quota> quotas_;  // (user, band)
   absl::btree_map<std::string, v1::User> users_;
   absl::flat_hash_map<std::pair<std::string, int>, ResourceVector> usage_;  // (user, band)
-  absl::flat_hash_map<std::string, std::vector<std::string>> requests_;
-  std::deque<std::string> request_order_;  // oldest first, bounded
+  using RequestKey = std::pair<std::string, std::string>;  // (user, request id)
+  absl::flat_hash_map<RequestKey, std::vector<std::string>> requests_;
+  std::deque<RequestKey> request_order_;  // oldest first, bounded
   int64_t task_counts_[4] = {0, 0, 0, 0};
   int64_t freed_revision_ = 0;
   int64_t machines_revision_ = 0;

@@ -17,9 +17,10 @@ namespace herd::cell {
 
 using v1::Event;
 
-absl::Status CellState::CheckSubmit(const v1::JobsSubmitted& m) const {
+absl::Status CellState::CheckSubmit(const v1::Mutation& mut) const {
+  const v1::JobsSubmitted& m = mut.jobs_submitted();
   if (m.jobs().empty()) return absl::InvalidArgumentError("submit with no jobs");
-  if (!m.request_id().empty() && FindRequest(m.request_id()) != nullptr) {
+  if (!m.request_id().empty() && FindRequest(RequestUser(mut), m.request_id()) != nullptr) {
     return absl::AlreadyExistsError(absl::StrCat("request id ", m.request_id(), " was already used"));
   }
   absl::flat_hash_set<std::string> seen;
@@ -304,7 +305,7 @@ void CellState::ApplySubmit(const v1::Mutation& m, Effects* fx) {
     }
     UpdateJobState(j, m);
   }
-  RecordRequest(s.request_id(), std::move(ids));
+  RecordRequest(RequestUser(m), s.request_id(), std::move(ids));
 }
 
 void CellState::KillTasks(Job* j, const std::string& reason, const v1::Mutation& m, Effects* fx) {

@@ -291,10 +291,42 @@ TEST_F(CellStateTest, KillAndResubmit) {
 
 TEST_F(CellStateTest, RequestIdsAreRemembered) {
   Apply(Submit({JobBuilder("a").Build(), JobBuilder("b").Build()}, "req-1"));
-  ASSERT_NE(state_.FindRequest("req-1"), nullptr);
-  EXPECT_EQ(state_.FindRequest("req-1")->size(), 2u);
+  ASSERT_NE(state_.FindRequest("alice", "req-1"), nullptr);
+  EXPECT_EQ(state_.FindRequest("alice", "req-1")->size(), 2u);
   Reject(Submit({JobBuilder("c").Build()}, "req-1"), absl::StatusCode::kAlreadyExists);
   Reject(Submit({JobBuilder("d").Build(), JobBuilder("d").Build()}), absl::StatusCode::kInvalidArgument, "twice");
+}
+
+// #33 L1: a request id is the submitting user's; another user's same id is
+// another request, and snapshots keep (and old ones infer) the user.
+TEST_F(CellStateTest, RequestIdsArePerUser) {
+  v1::Mutation bob = Submit({JobBuilder("deploy", "bob").Build()}, "deploy-42");
+  bob.set_actor("bob");
+  Apply(bob);
+  EXPECT_EQ(state_.FindRequest("alice", "deploy-42"), nullptr);
+  v1::Mutation alice = Submit({JobBuilder("web").Build()}, "deploy-42");
+  alice.set_actor("alice");
+  Apply(alice);
+  ASSERT_NE(state_.FindRequest("alice", "deploy-42"), nullptr);
+  EXPECT_EQ(*state_.FindRequest("alice", "deploy-42"), std::vector<std::string>{"alice/web"});
+  EXPECT_EQ(*state_.FindRequest("bob", "deploy-42"), std::vector<std::string>{"bob/deploy"});
+  v1::Mutation again = Submit({JobBuilder("other").Build()}, "deploy-42");
+  again.set_actor("alice");
+  Reject(again, absl::StatusCode::kAlreadyExists);
+
+  v1::CellSnapshot snap = state_.ToSnapshot();
+  auto restored = CellState::FromSnapshot(snap);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(*restored->FindRequest("bob", "deploy-42"), std::vector<std::string>{"bob/deploy"});
+  // A snapshot from before: no user in the records. Each belongs to the
+  // owner of its jobs; a record with no job is dropped.
+  for (auto& r : *snap.mutable_requests()) r.clear_user();
+  snap.add_requests()->set_request_id("orphan");
+  restored = CellState::FromSnapshot(snap);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(*restored->FindRequest("bob", "deploy-42"), std::vector<std::string>{"bob/deploy"});
+  EXPECT_EQ(*restored->FindRequest("alice", "deploy-42"), std::vector<std::string>{"alice/web"});
+  EXPECT_EQ(restored->FindRequest("", "orphan"), nullptr);
 }
 
 TEST_F(CellStateTest, RevisionMustFollow) {

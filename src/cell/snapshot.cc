@@ -25,10 +25,11 @@ v1::CellSnapshot CellState::ToSnapshot() const {
   for (const Machine* m : machine_list_) *s.add_machines() = m->ToProto();
   for (const auto& [key, q] : quotas_) *s.add_quotas() = q;
   for (const auto& [name, u] : users_) *s.add_users() = u;
-  for (const std::string& id : request_order_) {
+  for (const RequestKey& key : request_order_) {
     v1::SubmitRecord* r = s.add_requests();
-    r->set_request_id(id);
-    for (const std::string& j : requests_.at(id)) r->add_jobs(j);
+    r->set_user(key.first);
+    r->set_request_id(key.second);
+    for (const std::string& j : requests_.at(key)) r->add_jobs(j);
   }
   return s;
 }
@@ -156,7 +157,15 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
   for (const v1::Quota& q : s.quotas()) c.quotas_[std::make_pair(q.user(), q.band())] = q;
   for (const v1::User& u : s.users()) c.users_[u.name()] = u;
   for (const v1::SubmitRecord& r : s.requests()) {
-    c.RecordRequest(r.request_id(), std::vector<std::string>(r.jobs().begin(), r.jobs().end()));
+    // A record from before request ids were per user (#33) has no user: it
+    // belongs to the owner of its first job; one with no jobs is dropped.
+    std::string user = r.user();
+    if (user.empty() && !r.jobs().empty()) {
+      const std::string& job = r.jobs(0);
+      if (size_t slash = job.find('/'); slash != std::string::npos) user = job.substr(0, slash);
+    }
+    if (user.empty()) continue;
+    c.RecordRequest(user, r.request_id(), std::vector<std::string>(r.jobs().begin(), r.jobs().end()));
   }
   c.freed_revision_ = c.revision_;
   c.machines_revision_ = c.revision_;

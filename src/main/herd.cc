@@ -60,6 +60,16 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--ca", o->ca_dir, "The cell CA's directory, to issue user credentials (herd user add)");
   cmd->add_option("--user-rate", o->user_rate, "Requests a second each user may send (bursts of twice that); 0: no limit")
       ->capture_default_str();
+  cmd->add_option("--max-streams-per-user", o->max_streams_per_user,
+                  "Open streams (watch, watch-names, checkpoint export, framework subscriptions) each user may hold; "
+                  "0: no limit")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--max-streams", o->max_streams,
+                  "Open streams the master serves in all, at most half its server threads so other calls always find "
+                  "one")
+      ->capture_default_str()
+      ->check(CLI::Range(1, rpc::kMaxServerThreads / 2));
   auto* metrics = cmd->add_option("--metrics", o->metrics,
                                   "Serve Prometheus metrics at https://HOST:PORT/metrics (TLS with the master's "
                                   "certificate; a user's credential or --metrics-token-file's token)");

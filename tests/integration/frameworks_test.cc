@@ -185,7 +185,7 @@ TEST_F(FrameworksTest, FailoverWithinTheTimeoutKeepsTheTaskPastItKillsIt) {
 // frameworks` shows both frameworks while they run; all of it finishes.
 TEST(FrameworksCellTest, TwoFrameworksAndTheBuiltInSchedulerShareTheCellWithoutOverCommit) {
   Cell::Options o;
-  o.master_flags = {"--framework-offer-interval=200ms", "--framework-role=heavy=2"};
+  o.master_flags = {"--framework-offer-interval=200ms", "--framework-role=heavy=2,users=alice"};
   Cell cell(o);
   ASSERT_TRUE(cell.StartMaster().ok()) << cell.LogTails();
   absl::Status st = cell.StartAgents(2);

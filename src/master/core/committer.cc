@@ -241,6 +241,11 @@ absl::StatusOr<int64_t> Committer::Commit(absl::string_view actor, const BuildFn
     HERD_ASSIGN_OR_RETURN(std::vector<v1::Mutation> ms, build(state_));
     if (ms.empty()) return state_.revision();
     for (const v1::Mutation& m : ms) HERD_RETURN_IF_ERROR(CheckSpace(&m));
+    // The actor first: checks that depend on it (request ids are per user)
+    // see what will be applied.
+    for (auto& m : ms) {
+      if (m.actor().empty()) m.set_actor(std::string(actor));
+    }
     if (ms.size() == 1) {
       HERD_RETURN_IF_ERROR(state_.Check(ms[0]));
     } else {
@@ -276,6 +281,7 @@ std::vector<absl::Status> Committer::CommitEachImpl(absl::string_view actor, std
     absl::MutexLock l(&mu_);
     std::vector<v1::Mutation> accepted;
     for (size_t i = 0; i < mutations.size(); ++i) {
+      if (mutations[i].actor().empty()) mutations[i].set_actor(std::string(actor));
       out[i] = CheckSpace(&mutations[i]);
       if (out[i].ok()) out[i] = state_.Check(mutations[i]);
       if (!out[i].ok()) continue;

@@ -140,6 +140,34 @@ TEST_F(MasterCoreTest, SubmitIsIdempotent) {
   EXPECT_GE(core_->machines().GetCell(Principal::User("alice"))->revision(), rev);
 }
 
+// #33 L1: bob's request id is not alice's. Before, alice's submit with the id
+// bob had used answered "bob/deploy unchanged" and created nothing.
+TEST_F(MasterCoreTest, RequestIdsAreScopedPerUser) {
+  Register("m1");
+  v1::SubmitRequest req;
+  *req.add_jobs() = JobBuilder("deploy", "bob").Build();
+  req.set_request_id("deploy-42");
+  auto bob = core_->jobs().Submit(Principal::User("bob"), req);
+  ASSERT_TRUE(bob.ok()) << bob.status();
+  ASSERT_TRUE(bob->results(0).created());
+  auto alice = SubmitJob(JobBuilder("web").Build(), "deploy-42");
+  ASSERT_TRUE(alice.ok()) << alice.status();
+  ASSERT_EQ(alice->results_size(), 1);
+  EXPECT_EQ(alice->results(0).job(), "alice/web");
+  EXPECT_TRUE(alice->results(0).created());
+  // Alice's retry is hers: the first answer, nothing new.
+  auto retry = SubmitJob(JobBuilder("web").Tasks(3).Build(), "deploy-42");
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_EQ(retry->results(0).job(), "alice/web");
+  EXPECT_FALSE(retry->results(0).created());
+  EXPECT_EQ(Job("alice/web").job().spec().task_count(), 1);
+  // Both kept across a restart of the master.
+  v1::CellSnapshot snap = StopAndRecover();
+  int records = 0;
+  for (const auto& r : snap.requests()) records += r.request_id() == "deploy-42";
+  EXPECT_EQ(records, 2);
+}
+
 // Incarnation and pid of each task, by index.
 std::map<int, std::pair<int64_t, int64_t>> Runs(const v1::GetJobResponse& j) {
   std::map<int, std::pair<int64_t, int64_t>> out;

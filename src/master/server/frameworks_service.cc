@@ -57,6 +57,12 @@ grpc::Status FrameworksService::Subscribe(grpc::ServerContext* ctx, const v1::Su
   if (!who.ok()) return rpc::ToGrpc(who.status());
   frameworks::FrameworkManager* m = manager_.load(std::memory_order_acquire);
   if (m == nullptr) return kNotLeading;
+  StreamLimits::Slot slot;
+  if (streams_ != nullptr) {
+    absl::StatusOr<StreamLimits::Slot> got = streams_->Acquire(*who, "Subscribe");
+    if (!got.ok()) return rpc::ToGrpc(got.status());
+    slot = std::move(*got);
+  }
   auto sub = m->Subscribe(*who, *req);
   if (!sub.ok()) return rpc::ToGrpc(sub.status());
   grpc::Status end = grpc::Status::OK;

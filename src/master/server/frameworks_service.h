@@ -11,13 +11,17 @@
 #include "herd/v1/frameworks.grpc.pb.h"
 #include "master/core/admission/authorizer.h"
 #include "master/core/frameworks/manager.h"
+#include "master/server/stream_limits.h"
 
 namespace herd::master {
 
 class FrameworksService final : public v1::Frameworks::Service {
  public:
   using AdmitFn = std::function<absl::StatusOr<Principal>(const grpc::ServerContext*)>;
-  explicit FrameworksService(AdmitFn admit) : admit_(std::move(admit)) {}
+  // `streams` (may be null: no caps): Subscribe takes a slot of it for as
+  // long as the stream is open (stream_limits.h).
+  explicit FrameworksService(AdmitFn admit, StreamLimits* streams = nullptr)
+      : admit_(std::move(admit)), streams_(streams) {}
   // The leader's manager (null: not leading). It must outlive the server's
   // calls, or be closed (Stop) before it goes.
   void SetManager(frameworks::FrameworkManager* m) { manager_.store(m, std::memory_order_release); }
@@ -35,6 +39,7 @@ class FrameworksService final : public v1::Frameworks::Service {
 
  private:
   AdmitFn admit_;
+  StreamLimits* const streams_;
   std::atomic<frameworks::FrameworkManager*> manager_{nullptr};
 };
 

@@ -42,6 +42,11 @@ absl::StatusOr<Principal> HerdService::Admit(const grpc::ServerContext* ctx) {
   return who;
 }
 
+absl::StatusOr<StreamLimits::Slot> HerdService::OpenStream(const Principal& who, const std::string& what) {
+  if (streams_ == nullptr) return StreamLimits::Slot();
+  return streams_->Acquire(who, what);
+}
+
 void HerdService::Stamp(grpc::ServerContext* ctx, int64_t revision) const {
   ctx->AddTrailingMetadata(rpc::kRevisionKey, absl::StrCat(revision));
   ctx->AddTrailingMetadata(rpc::kRoleKey, core_->leading() ? "leader" : "follower");
@@ -284,6 +289,8 @@ grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest
                                 grpc::ServerWriter<v1::WatchResponse>* writer) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
+  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(*who, "Watch");
+  if (!slot.ok()) return rpc::ToGrpc(slot.status());
   return rpc::ToGrpc(core_->stream().Watch(
       *who, req->from_revision(), [&](const v1::WatchResponse& r) { return writer->Write(r); },
       [&] { return ctx->IsCancelled(); }));
@@ -294,6 +301,8 @@ grpc::Status HerdService::WatchNames(grpc::ServerContext* ctx, const v1::WatchNa
                                      grpc::ServerWriter<v1::WatchNamesResponse>* writer) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
+  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(*who, "WatchNames");
+  if (!slot.ok()) return rpc::ToGrpc(slot.status());
   Barrier();
   return rpc::ToGrpc(core_->names().WatchNames(
       *who, *req, [&](const v1::WatchNamesResponse& r) { return writer->Write(r); },
@@ -304,6 +313,8 @@ grpc::Status HerdService::ExportCheckpoint(grpc::ServerContext* ctx, const v1::E
                                            grpc::ServerWriter<v1::CheckpointRecord>* writer) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
+  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(*who, "ExportCheckpoint");
+  if (!slot.ok()) return rpc::ToGrpc(slot.status());
   Barrier();
   return rpc::ToGrpc(core_->stream().ExportCheckpoint(*who, req->up_to_revision(), [&](const v1::CheckpointRecord& r) {
     return !ctx->IsCancelled() && writer->Write(r);

@@ -21,6 +21,7 @@
 #include "master/alerts/alert_manager.h"
 #include "master/history/history_db.h"
 #include "master/server/forwarder.h"
+#include "master/server/stream_limits.h"
 
 namespace herd::master::web {
 class WebUi;
@@ -61,6 +62,9 @@ class HerdService final : public v1::Herd::Service {
   // The web UI whose login links CreateWebLogin hands out (null: this
   // master serves none). Set before the server starts; must outlive it.
   void SetWeb(web::WebUi* web) { web_ = web; }
+  // The caps on open streams every streaming call takes a slot of (null: no
+  // caps). Set before the server starts; must outlive it.
+  void SetStreamLimits(StreamLimits* streams) { streams_ = streams; }
   // What only the server knows of the cell (leader, role, store, its
   // addresses), as GetCell reports it.
   void Describe(v1::CellInfo* out) const;
@@ -116,6 +120,8 @@ class HerdService final : public v1::Herd::Service {
   void CaughtUp(grpc::ServerContext* ctx, int64_t revision);
   // A follower's read barrier (SetReadBarrier), if any.
   void Barrier();
+  // A slot for who's stream `what` (StreamLimits), or why not.
+  absl::StatusOr<StreamLimits::Slot> OpenStream(const Principal& who, const std::string& what);
 
   MasterCore* const core_;
   RateLimiter* const limiter_;
@@ -133,6 +139,7 @@ class HerdService final : public v1::Herd::Service {
   std::string store_;
   std::string dns_;
   web::WebUi* web_ = nullptr;
+  StreamLimits* streams_ = nullptr;
 };
 
 // Polls agents over gRPC as the master (credential `self`), one cached

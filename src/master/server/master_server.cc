@@ -142,6 +142,7 @@ absl::StatusOr<std::unique_ptr<alerts::AlertManager>> MakeAlerts(const ServerOpt
 // HOST:0` and the tests read it to find the port).
 struct Api {
   std::unique_ptr<RateLimiter> limiter;
+  std::unique_ptr<StreamLimits> streams;  // outlives the server's calls
   std::unique_ptr<HerdService> service;
   // The Framework API (issue #17): served by every master, answered by the
   // leader's manager (StartFrameworks once this master leads).
@@ -259,9 +260,13 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
   Api api;
   api.limiter = std::make_unique<RateLimiter>(
       RealClock::Get(), RateLimiter::Options{.per_second = options.user_rate, .burst = 2 * options.user_rate});
+  api.streams = std::make_unique<StreamLimits>(
+      StreamLimits::Options{.per_user = options.max_streams_per_user, .total = options.max_streams});
   api.service = std::make_unique<HerdService>(core, api.limiter.get(), forwarder);
+  api.service->SetStreamLimits(api.streams.get());
   api.frameworks_service = std::make_unique<FrameworksService>(
-      [service = api.service.get()](const grpc::ServerContext* ctx) { return service->Admit(ctx); });
+      [service = api.service.get()](const grpc::ServerContext* ctx) { return service->Admit(ctx); },
+      api.streams.get());
   api.service->SetReadBarrier(std::move(read_barrier));
   api.service->SetHistory(history->db.get());
   api.service->SetAlerts(alerts);

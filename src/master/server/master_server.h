@@ -22,6 +22,12 @@ struct ServerOptions {
   // Requests a second each user may send (a burst of twice that); 0: no
   // limit.
   double user_rate = 200;
+  // Open streaming calls (watch, watch-names, checkpoint export, framework
+  // subscriptions) each user may hold, and the cell may hold in all: each
+  // holds a server thread, and the cell-wide cap stays well below the
+  // server's threads so other calls always find one (#33). 0: no cap.
+  int max_streams_per_user = 8;
+  int max_streams = 128;
   // Where the state lives: "" = SQLite in data_dir (one master); or
   // "etcd://HOST:PORT,HOST:PORT/PREFIX" = replicated masters sharing an etcd
   // cluster: this one follows (hot) until it wins the leader lease, then

@@ -97,7 +97,7 @@ absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v
   auto build = [&](const cell::CellState& s) -> absl::StatusOr<std::vector<v1::Mutation>> {
     resp.Clear();
     if (!req.request_id().empty()) {
-      if (const auto* jobs = s.FindRequest(req.request_id())) {
+      if (const auto* jobs = s.FindRequest(who.name, req.request_id())) {
         // A retry of a request that already succeeded: same answer, no change.
         for (const std::string& id : *jobs) {
           v1::SubmitResult* r = resp.add_results();

@@ -365,6 +365,39 @@ absl::Status FrameworkManager::MayAct(const Principal& who, const std::string& u
   return ctx_.Authorize(who, Action::kSubmitJob, Resource{"", user, "", ""});
 }
 
+absl::Status FrameworkManager::MayUseRole(const Principal& who, const std::string& user,
+                                          const std::string& role) const {
+  // A role the operator named (a weight, a guarantee) is reserved for the
+  // users it lists (#33); the others are everyone's and weigh 1.
+  if (role.empty() || who.Has(Capability::kAdmin)) return absl::OkStatus();
+  auto it = opts_.roles.find(role);
+  if (it == opts_.roles.end() || it->second.users.contains(user)) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat("role ", role, " is reserved: user ", user,
+                   " is not among its users (herd master --framework-role ", role, "=WEIGHT,users=", user, "+...)"));
+}
+
+absl::Status FrameworkManager::MayUsePriority(const Principal& who, const std::string& user, int32_t priority) const {
+  // As for a job (admission/quota.h): a user with a quota in the band is
+  // held to it, and one whose quota there is zero may not use the band at
+  // all; with no quota the band is open (docs/operating.md, Quotas).
+  if (priority == 0 || who.Has(Capability::kAdmin)) return absl::OkStatus();
+  const Band band = BandOf(priority);
+  return committer_->Read([&](const cell::CellState& s) -> absl::Status {
+    const v1::Quota* q = s.FindQuota(user, band);
+    if (q == nullptr) return absl::OkStatus();
+    const ResourceVector limit = ResourceVector::FromProto(q->limit());
+    for (const std::string& dim : LimitedDimensions(*q)) {
+      if ((dim == "cpu" || dim == "memory") && limit.Get(dim) <= 0) {
+        return absl::PermissionDeniedError(absl::StrCat("priority ", priority, ": user ", user,
+                                                        " has no quota in band ", BandName(band), " (", dim,
+                                                        " limit 0); ask for a priority in a band you have quota in"));
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::StatusOr<FrameworkManager::Framework*> FrameworkManager::Find(const Principal& who, const std::string& id) {
   auto it = fws_.find(id);
   if (it == fws_.end()) {
@@ -414,12 +447,30 @@ absl::StatusOr<FrameworkManager::Subscription> FrameworkManager::Subscribe(const
     return absl::InvalidArgumentError(absl::StrCat("priority: ", info.priority(), " is outside 0..", kMaxPriority));
   }
   HERD_RETURN_IF_ERROR(MayAct(who, info.user()));
+  const bool admin = who.Has(Capability::kAdmin);
+  if (!admin && info.failover_timeout_ms() > opts_.max_user_failover_ms) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "failover_timeout_ms: ", info.failover_timeout_ms(), " is above ", opts_.max_user_failover_ms,
+        ", the longest a framework may ask for unless an admin registers it (--framework-max-user-failover)"));
+  }
+  HERD_RETURN_IF_ERROR(MayUsePriority(who, info.user(), info.priority()));
   const int64_t now = clock_->NowMs();
   absl::MutexLock l(&mu_);
   Framework* f = nullptr;
   if (info.id().empty() || !fws_.contains(info.id())) {
+    HERD_RETURN_IF_ERROR(MayUseRole(who, info.user(), info.role()));
     if (fws_.size() >= opts_.max_frameworks) {
       return absl::ResourceExhaustedError(absl::StrCat("the cell has ", fws_.size(), " frameworks, the most it takes"));
+    }
+    if (opts_.max_frameworks_per_user > 0) {
+      size_t mine = 0;
+      for (const auto& [fid, other] : fws_) mine += other.info.user() == info.user();
+      if (mine >= opts_.max_frameworks_per_user) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "user ", info.user(), " has ", mine, " frameworks registered, the most one user may (",
+            "--framework-max-per-user ", opts_.max_frameworks_per_user,
+            "); tear one down or wait for a disconnected one's failover timeout"));
+      }
     }
     std::string id = info.id();
     if (id.empty()) {

@@ -137,6 +137,10 @@ class FrameworkManager {
 
   absl::StatusOr<Framework*> Find(const Principal& who, const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MayAct(const Principal& who, const std::string& user) const;
+  // Whether `who` may register a framework of `user` in `role` / at
+  // `priority` (#33): PERMISSION_DENIED naming what is missing if not.
+  absl::Status MayUseRole(const Principal& who, const std::string& user, const std::string& role) const;
+  absl::Status MayUsePriority(const Principal& who, const std::string& user, int32_t priority) const;
   void Send(Framework& f, v1::FrameworkEvent e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Update(Framework& f, const std::string& task_id, const std::string& job, v1::FrameworkTaskState state,
               std::string message, std::string machine, int32_t exit_code, int64_t now)

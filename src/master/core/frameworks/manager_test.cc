@@ -507,7 +507,7 @@ TEST_F(ManagerTest, RecoveredFromTheCellOnTakeover) {
 // a third, so it holds three times what A holds. Ties go to the framework
 // registered first: A 1, B 1-3, A 2, B 4-6, A 3, B 7.
 TEST_F(ManagerTest, RoleWeightsDivideTheDominantShare) {
-  SetRole("heavy", RoleOptions{3, {}});
+  SetRole("heavy", RoleOptions{3, {}, {"bob"}});
   AddMachine("m1", 10'000, 100 * kGi);
   auto a = Subscribe("alice", "a");
   auto b = Subscribe("bob", "b", "", 0, "heavy");
@@ -534,7 +534,7 @@ TEST_F(ManagerTest, RoleWeightsDivideTheDominantShare) {
 TEST_F(ManagerTest, GuaranteedRoleIsOfferedFirstUntilItHoldsItsGuarantee) {
   ResourceVector six;
   six.cpu_millis = 6000;
-  SetRole("guaranteed", RoleOptions{1, six});
+  SetRole("guaranteed", RoleOptions{1, six, {"bob"}});
   AddMachine("m1", 10'000, 100 * kGi);
   auto a = Subscribe("alice", "a");
   auto g = Subscribe("bob", "g", "", 0, "guaranteed");
@@ -544,6 +544,75 @@ TEST_F(ManagerTest, GuaranteedRoleIsOfferedFirstUntilItHoldsItsGuarantee) {
   std::vector<int> rest = OnePerOffer({{&a, "alice"}, {&g, "bob"}}, 1000, 1 * kGi, 10);
   EXPECT_EQ(rest[0], 4);
   EXPECT_EQ(rest[1], 0);
+}
+
+// #33 M2: one user may not take the cell's frameworks (bob registered 997
+// with a 7-day failover timeout and alice could register none), nor ask
+// for a failover timeout past the users' cap unless an admin registers it.
+TEST_F(ManagerTest, FrameworksPerUserAndTheirFailoverTimeoutAreCapped) {
+  opts_.max_frameworks = 10;
+  opts_.max_frameworks_per_user = 3;
+  mgr_ = std::make_unique<FrameworkManager>(&core_->committer(), &clock_, &core_->options(), opts_);
+  auto try_subscribe = [&](const Principal& who, const std::string& user, const std::string& name,
+                           int64_t failover_ms) {
+    v1::SubscribeRequest req;
+    req.mutable_framework()->set_user(user);
+    req.mutable_framework()->set_name(name);
+    req.mutable_framework()->set_failover_timeout_ms(failover_ms);
+    return mgr_->Subscribe(who, req);
+  };
+  auto week = try_subscribe(Principal::User("bob"), "bob", "squat", 7 * 86'400'000ll);
+  ASSERT_EQ(week.status().code(), absl::StatusCode::kPermissionDenied) << week.status();
+  EXPECT_NE(week.status().message().find("--framework-max-user-failover"), std::string::npos) << week.status();
+  for (int i = 0; i < 3; ++i) {
+    auto ok = try_subscribe(Principal::User("bob"), "bob", absl::StrCat("f", i), opts_.max_user_failover_ms);
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    mgr_->Disconnected(*ok);  // gone, but held for its failover timeout
+  }
+  auto fourth = try_subscribe(Principal::User("bob"), "bob", "f3", 0);
+  ASSERT_EQ(fourth.status().code(), absl::StatusCode::kResourceExhausted) << fourth.status();
+  EXPECT_NE(fourth.status().message().find("--framework-max-per-user 3"), std::string::npos) << fourth.status();
+  // Others are not held back by bob's.
+  EXPECT_TRUE(try_subscribe(Principal::User("alice"), "alice", "a", 0).ok());
+  // An admin may ask for the longest failover timeout.
+  EXPECT_TRUE(try_subscribe(Principal::Admin("root"), "carol", "long", 7 * 86'400'000ll).ok());
+}
+
+// #33 M3: a role the operator named is reserved for its users (bob took
+// "gold", weight 3 and a guarantee set for alice), and a priority in a band
+// where the user's quota is zero is refused, as a job's would be.
+TEST_F(ManagerTest, ReservedRolesAndPrioritiesNeedPermission) {
+  ResourceVector six;
+  six.cpu_millis = 6000;
+  SetRole("gold", RoleOptions{3, six, {"alice"}});
+  auto try_subscribe = [&](const Principal& who, const std::string& user, const std::string& role,
+                           int32_t priority) {
+    v1::SubscribeRequest req;
+    req.mutable_framework()->set_user(user);
+    req.mutable_framework()->set_name(absl::StrCat(user, role, priority));
+    req.mutable_framework()->set_role(role);
+    req.mutable_framework()->set_priority(priority);
+    return mgr_->Subscribe(who, req);
+  };
+  auto gold = try_subscribe(Principal::User("bob"), "bob", "gold", 0);
+  ASSERT_EQ(gold.status().code(), absl::StatusCode::kPermissionDenied) << gold.status();
+  EXPECT_NE(gold.status().message().find("role gold is reserved: user bob"), std::string::npos) << gold.status();
+  EXPECT_TRUE(try_subscribe(Principal::User("alice"), "alice", "gold", 0).ok());
+  EXPECT_TRUE(try_subscribe(Principal::Admin("root"), "bob", "gold", 0).ok());
+  EXPECT_TRUE(try_subscribe(Principal::User("bob"), "bob", "anyone", 0).ok());  // not named: weight 1
+
+  v1::SetQuotaRequest q;
+  q.mutable_quota()->set_user("bob");
+  q.mutable_quota()->set_band("monitoring");
+  q.mutable_quota()->mutable_limit()->set_cpu_millis(0);
+  q.mutable_quota()->mutable_limit()->set_memory_bytes(0);
+  ASSERT_TRUE(core_->machines().SetQuota(Principal::Admin("root"), q).ok());
+  auto top = try_subscribe(Principal::User("bob"), "bob", "", 450);
+  ASSERT_EQ(top.status().code(), absl::StatusCode::kPermissionDenied) << top.status();
+  EXPECT_NE(top.status().message().find("priority 450: user bob has no quota in band monitoring"), std::string::npos)
+      << top.status();
+  EXPECT_TRUE(try_subscribe(Principal::User("bob"), "bob", "", 100).ok());
+  EXPECT_TRUE(try_subscribe(Principal::User("alice"), "alice", "", 450).ok());  // no quota set: open, as for jobs
 }
 
 // A new leader does not know which updates the old one had acknowledged:

@@ -1,0 +1,62 @@
+// Open streaming calls (Watch, WatchNames, ExportCheckpoint, the Frameworks
+// service's Subscribe): each holds one of the gRPC server's threads for as
+// long as it is open. Without a bound one user could hold every thread and
+// every other call would fail "Server Threadpool Exhausted" (#33 H3). Every
+// streaming handler takes a Slot before it serves: at most `per_user` open
+// streams per user, and at most `total` in the cell, kept well below the
+// server's threads (rpc::kMaxServerThreads) so unary calls always find one.
+// A refused stream gets RESOURCE_EXHAUSTED naming the cap.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "master/core/admission/authorizer.h"
+
+namespace herd::master {
+
+class StreamLimits {
+ public:
+  struct Options {
+    int per_user = 8;  // <= 0: no per-user cap
+    int total = 128;   // <= 0: no cell-wide cap
+  };
+  // An open stream, counted until it is destroyed.
+  class Slot {
+   public:
+    Slot() = default;
+    Slot(Slot&& o) noexcept : limits_(o.limits_), user_(std::move(o.user_)) { o.limits_ = nullptr; }
+    Slot& operator=(Slot&& o) noexcept;
+    Slot(const Slot&) = delete;
+    Slot& operator=(const Slot&) = delete;
+    ~Slot() { Release(); }
+
+   private:
+    friend class StreamLimits;
+    Slot(StreamLimits* l, std::string user) : limits_(l), user_(std::move(user)) {}
+    void Release();
+    StreamLimits* limits_ = nullptr;
+    std::string user_;
+  };
+
+  explicit StreamLimits(Options o) : opts_(o) {}
+  // A slot for `who`'s stream `what` ("WatchNames"), or RESOURCE_EXHAUSTED.
+  // Masters and agents (not users) count toward the cell-wide cap only.
+  absl::StatusOr<Slot> Acquire(const Principal& who, const std::string& what);
+
+  int open() const;
+  int open_by(const std::string& user) const;
+  const Options& options() const { return opts_; }
+
+ private:
+  void Release(const std::string& user);
+
+  const Options opts_;
+  mutable absl::Mutex mu_;
+  int open_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int> by_user_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace herd::master
