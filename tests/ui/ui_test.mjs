@@ -35,7 +35,7 @@ const cli = (...a) => run(['--master', master, '--credentials', path.join(dir, '
 const json = (...a) => JSON.parse(cli(...a, '--json'));
 
 // Waits for `fn` to return a truthy value (polling; bounded).
-async function until(fn, what, timeoutMs = 60000) {
+async function until(fn, what, timeoutMs = 60000, explain = null) {
   const end = Date.now() + timeoutMs;
   let last;
   while (Date.now() < end) {
@@ -47,7 +47,8 @@ async function until(fn, what, timeoutMs = 60000) {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`timed out waiting for ${what} (last: ${last})`);
+  const why = explain ? `; ${await explain()}` : '';
+  throw new Error(`timed out waiting for ${what} (last: ${last}${why})`);
 }
 
 let browser;
@@ -189,7 +190,8 @@ try {
     const m = [...(await page.textContent('#log')).matchAll(/tick (\d+)/g)];
     return m.length ? +m[m.length - 1][1] : -1;
   };
-  const first = await until(async () => { const n = await lastTick(); return n >= 0 ? n + 1 : 0; }, 'the log tail') - 1;
+  const first = await until(async () => { const n = await lastTick(); return n >= 0 ? n + 1 : 0; },
+                            'the log tail', 60000, async () => page.evaluate(async () => { const src = document.getElementById('log').dataset.src; const r = await fetch(src, { credentials: 'same-origin', cache: 'no-store' }); return src + ' -> ' + r.status + ' ' + JSON.stringify([...r.headers]) + ' ' + (await r.text()).slice(0, 200); })) - 1;
   const later = await until(async () => { const n = await lastTick(); return n >= first + 5 ? n : 0; }, 'the log to follow', 30000);
   check(later >= first + 5, `the log tail follows without a reload: tick ${first} then tick ${later}`);
   check(problems.length === 0, `no errors while following ${problems.join('; ')}`);
@@ -220,7 +222,8 @@ try {
 } finally {
   if (browser) await browser.close();
   spawnSync(herd, ['down', '--data', dir], { encoding: 'utf8' });
-  fs.rmSync(dir, { recursive: true, force: true });
+  if (failures === 0 || !process.env.HERD_KEEP) fs.rmSync(dir, { recursive: true, force: true });
+  else console.log(`kept ${dir}`);
 }
 console.log(failures === 0 ? 'PASS' : `${failures} FAILED`);
 process.exit(failures === 0 ? 0 : 1);

@@ -5,6 +5,8 @@
 #include "agent/exec/spawn_in_run.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <unistd.h>
 
 #include <filesystem>
@@ -30,6 +32,12 @@ class ShimArgs : public Extension {
   absl::Status Prepare(const RunView& run, AttemptSetup* setup) override {
     std::lock_guard<std::mutex> l(mu);
     setup->shim_args.insert(setup->shim_args.end(), args.begin(), args.end());
+    // The task enters its sandbox as itself (as IsolationExtension arranges).
+    auto uid = std::find(args.begin(), args.end(), std::string(shim::kOptUid));
+    if (uid != args.end() && uid + 1 != args.end()) {
+      const uid_t id = static_cast<uid_t>(std::stoul(*(uid + 1)));
+      if (chown(run.dir.Sandbox().c_str(), id, id) != 0) return absl::InternalError("chown sandbox");
+    }
     return absl::OkStatus();
   }
   std::mutex mu;

@@ -31,7 +31,11 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <linux/openat2.h>
 #include <sys/syscall.h>
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -195,6 +199,7 @@ struct Options {
   std::string hostname;
   std::string root;
   std::string cwd;
+  std::string cwd_base;  // --cwd-base: cwd is beneath it
   long uid = -1;
   long gid = -1;
   // --bind SRC DST: (source, destination inside the root).
@@ -244,6 +249,8 @@ int ParseOptions(int argc, char** argv, Options* o) {
       o->root = val;
     } else if (strcmp(opt, shim::kOptCwd) == 0) {
       o->cwd = val;
+    } else if (strcmp(opt, shim::kOptCwdBase) == 0) {
+      o->cwd_base = val;
     } else if (strcmp(opt, shim::kOptBind) == 0) {
       if (i + 1 >= argc || strcmp(argv[i + 1], "--") == 0) {
         fprintf(stderr, "herd-shim: %s needs SRC and DST\n", opt);
@@ -431,6 +438,49 @@ enum Stage { kStdio, kCgroup, kNamespaces, kHostname, kMount, kRoot, kCwd, kUser
   _exit(127);
 }
 
+// `rel` (plain names, no "..") beneath the directory `base`, following no
+// symlink in any component: an O_PATH descriptor, or -1 with errno set.
+int OpenDirBeneath(const char* base, const char* rel) {
+  int dir = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return -1;
+  if (rel[0] == '\0' || strcmp(rel, ".") == 0) return dir;
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd = syscall(SYS_openat2, dir, rel, &how, sizeof how);
+  if (fd >= 0 || errno != ENOSYS) {
+    int err = errno;
+    close(dir);
+    errno = err;
+    return static_cast<int>(fd);
+  }
+  // Before Linux 5.6: a component at a time, none followed.
+  std::string path(rel);
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string::npos) slash = path.size();
+    std::string part = path.substr(start, slash - start);
+    start = slash + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      close(dir);
+      errno = EXDEV;
+      return -1;
+    }
+    int next = openat(dir, part.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int err = errno;
+    close(dir);
+    if (next < 0) {
+      errno = err;
+      return -1;
+    }
+    dir = next;
+  }
+  return dir;
+}
+
 int PivotRoot(const char* new_root, const char* put_old) {
   return static_cast<int>(syscall(SYS_pivot_root, new_root, put_old));
 }
@@ -493,6 +543,14 @@ int PivotRoot(const char* new_root, const char* put_old) {
   const agent::SeccompMode seccomp =
       o.unconfined ? agent::SeccompMode::kUnconfined : agent::SeccompMode::kRuntimeDefault;
   const bool root_task = o.uid == 0 || (o.uid < 0 && geteuid() == 0);
+  // A sandbox-relative working directory is opened now, as root, beneath the
+  // sandbox and following no symlink the task left there; it is entered once
+  // the task's uid is taken (fchdir needs only the directory's own x bit).
+  int cwd_fd = -1;
+  if (!o.cwd_base.empty()) {
+    cwd_fd = OpenDirBeneath(o.cwd_base.c_str(), o.cwd.c_str());
+    if (cwd_fd < 0) ChildFail(report_fd, kCwd);
+  }
   if (int e = agent::DropBoundingCapabilities(seccomp, root_task); e != 0) {
     errno = e;
     ChildFail(report_fd, kHarden);
@@ -502,9 +560,12 @@ int PivotRoot(const char* new_root, const char* put_old) {
     if (o.gid >= 0 && setgid(static_cast<gid_t>(o.gid)) != 0) ChildFail(report_fd, kUser);
     if (o.uid >= 0 && setuid(static_cast<uid_t>(o.uid)) != 0) ChildFail(report_fd, kUser);
   }
-  // Only as the task's uid: the working directory is in the task's sandbox,
-  // where the task may have left a symlink; root never follows it.
-  if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) ChildFail(report_fd, kCwd);
+  if (cwd_fd >= 0) {
+    if (fchdir(cwd_fd) != 0) ChildFail(report_fd, kCwd);
+  } else if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) {
+    // An absolute workdir: entered only as the task's uid, with its rights.
+    ChildFail(report_fd, kCwd);
+  }
   if (int e = agent::HardenBeforeExec(seccomp); e != 0) {
     errno = e;
     ChildFail(report_fd, kHarden);

@@ -102,6 +102,10 @@ inline constexpr char kOptUnconfined[] = "--unconfined";
 inline constexpr char kOptHostname[] = "--hostname";
 inline constexpr char kOptRoot[] = "--root";
 inline constexpr char kOptCwd[] = "--cwd";
+// --cwd-base DIR: --cwd is relative to DIR (the sandbox), opened by root
+// beneath DIR without following any symlink, and entered (fchdir) once the
+// task's uid is taken: DIR's parents need not let the task pass.
+inline constexpr char kOptCwdBase[] = "--cwd-base";
 inline constexpr char kOptBind[] = "--bind";
 inline constexpr char kOptEnter[] = "--enter";
 inline constexpr char kOptStartTime[] = "--start-time";

@@ -780,7 +780,12 @@ void Supervisor::StartAttemptLocked(Run& run) {
   // the working directory only as the task's uid, for the task may have left
   // a symlink there. (A task root's --cwd comes from IsolationExtension.)
   if (std::find(setup.shim_args.begin(), setup.shim_args.end(), shim::kOptCwd) == setup.shim_args.end()) {
-    spawn.argv.insert(spawn.argv.end(), {shim::kOptCwd, *workdir});
+    const std::string& wd = run.spec.workdir();
+    if (!wd.empty() && wd[0] == '/') {
+      spawn.argv.insert(spawn.argv.end(), {shim::kOptCwd, wd});
+    } else {
+      spawn.argv.insert(spawn.argv.end(), {shim::kOptCwdBase, run.dir.Sandbox(), shim::kOptCwd, wd.empty() ? "." : wd});
+    }
   }
   if (run.spec.at_most_once()) {
     spawn.argv.insert(spawn.argv.end(),

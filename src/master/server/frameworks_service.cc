@@ -59,7 +59,7 @@ grpc::Status FrameworksService::Subscribe(grpc::ServerContext* ctx, const v1::Su
   if (m == nullptr) return kNotLeading;
   StreamLimits::Slot slot;
   if (streams_ != nullptr) {
-    absl::StatusOr<StreamLimits::Slot> got = streams_->Acquire(*who, "Subscribe");
+    absl::StatusOr<StreamLimits::Slot> got = streams_->Acquire(*who, "Subscribe", [ctx] { ctx->TryCancel(); });
     if (!got.ok()) return rpc::ToGrpc(got.status());
     slot = std::move(*got);
   }

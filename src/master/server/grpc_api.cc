@@ -32,7 +32,10 @@ absl::StatusOr<Principal> HerdService::Caller(const grpc::ServerContext* ctx) {
   } else if (forwarded.status().code() != absl::StatusCode::kNotFound) {
     return forwarded.status();
   }
-  return Identify(*cert, rpc::ActingAs(ctx), core_->Users());
+  const std::string acting_as = rpc::ActingAs(ctx);
+  absl::StatusOr<Principal> who = Identify(*cert, acting_as, core_->Users());
+  if (!who.ok()) core_->options().authorizer->Unidentified(cert->subject.name, cert->serial, acting_as, who.status());
+  return who;
 }
 
 absl::StatusOr<Principal> HerdService::Admit(const grpc::ServerContext* ctx) {
@@ -42,9 +45,10 @@ absl::StatusOr<Principal> HerdService::Admit(const grpc::ServerContext* ctx) {
   return who;
 }
 
-absl::StatusOr<StreamLimits::Slot> HerdService::OpenStream(const Principal& who, const std::string& what) {
+absl::StatusOr<StreamLimits::Slot> HerdService::OpenStream(grpc::ServerContext* ctx, const Principal& who,
+                                                           const std::string& what) {
   if (streams_ == nullptr) return StreamLimits::Slot();
-  return streams_->Acquire(who, what);
+  return streams_->Acquire(who, what, [ctx] { ctx->TryCancel(); });
 }
 
 void HerdService::Stamp(grpc::ServerContext* ctx, int64_t revision) const {
@@ -289,7 +293,7 @@ grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest
                                 grpc::ServerWriter<v1::WatchResponse>* writer) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
-  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(*who, "Watch");
+  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(ctx, *who, "Watch");
   if (!slot.ok()) return rpc::ToGrpc(slot.status());
   return rpc::ToGrpc(core_->stream().Watch(
       *who, req->from_revision(), [&](const v1::WatchResponse& r) { return writer->Write(r); },
@@ -301,7 +305,7 @@ grpc::Status HerdService::WatchNames(grpc::ServerContext* ctx, const v1::WatchNa
                                      grpc::ServerWriter<v1::WatchNamesResponse>* writer) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
-  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(*who, "WatchNames");
+  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(ctx, *who, "WatchNames");
   if (!slot.ok()) return rpc::ToGrpc(slot.status());
   Barrier();
   return rpc::ToGrpc(core_->names().WatchNames(
@@ -313,7 +317,7 @@ grpc::Status HerdService::ExportCheckpoint(grpc::ServerContext* ctx, const v1::E
                                            grpc::ServerWriter<v1::CheckpointRecord>* writer) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
-  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(*who, "ExportCheckpoint");
+  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(ctx, *who, "ExportCheckpoint");
   if (!slot.ok()) return rpc::ToGrpc(slot.status());
   Barrier();
   return rpc::ToGrpc(core_->stream().ExportCheckpoint(*who, req->up_to_revision(), [&](const v1::CheckpointRecord& r) {

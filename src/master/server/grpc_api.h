@@ -121,7 +121,9 @@ class HerdService final : public v1::Herd::Service {
   // A follower's read barrier (SetReadBarrier), if any.
   void Barrier();
   // A slot for who's stream `what` (StreamLimits), or why not.
-  absl::StatusOr<StreamLimits::Slot> OpenStream(const Principal& who, const std::string& what);
+  // A slot for `who`'s stream, ended through `ctx` should the credential
+  // that opened it be revoked.
+  absl::StatusOr<StreamLimits::Slot> OpenStream(grpc::ServerContext* ctx, const Principal& who, const std::string& what);
 
   MasterCore* const core_;
   RateLimiter* const limiter_;

@@ -262,6 +262,11 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
       RealClock::Get(), RateLimiter::Options{.per_second = options.user_rate, .burst = 2 * options.user_rate});
   api.streams = std::make_unique<StreamLimits>(
       StreamLimits::Options{.per_user = options.max_streams_per_user, .total = options.max_streams});
+  // A revoked credential's open streams end within a quarter second (#33 L4).
+  api.streams->SweepRevoked([core](const Principal& p) {
+    std::optional<v1::User> rec = core->Users()(p.acting_user.empty() ? p.name : p.acting_user);
+    return rec.has_value() && p.credential_issued_s < rec->revoked_before_s();
+  });
   api.service = std::make_unique<HerdService>(core, api.limiter.get(), forwarder);
   api.service->SetStreamLimits(api.streams.get());
   api.frameworks_service = std::make_unique<FrameworksService>(

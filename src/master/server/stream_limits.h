@@ -8,8 +8,11 @@
 // A refused stream gets RESOURCE_EXHAUSTED naming the cap.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -27,7 +30,7 @@ class StreamLimits {
   class Slot {
    public:
     Slot() = default;
-    Slot(Slot&& o) noexcept : limits_(o.limits_), user_(std::move(o.user_)) { o.limits_ = nullptr; }
+    Slot(Slot&& o) noexcept : limits_(o.limits_), user_(std::move(o.user_)), id_(o.id_) { o.limits_ = nullptr; }
     Slot& operator=(Slot&& o) noexcept;
     Slot(const Slot&) = delete;
     Slot& operator=(const Slot&) = delete;
@@ -35,28 +38,47 @@ class StreamLimits {
 
    private:
     friend class StreamLimits;
-    Slot(StreamLimits* l, std::string user) : limits_(l), user_(std::move(user)) {}
+    Slot(StreamLimits* l, std::string user, uint64_t id) : limits_(l), user_(std::move(user)), id_(id) {}
     void Release();
     StreamLimits* limits_ = nullptr;
     std::string user_;
+    uint64_t id_ = 0;
   };
 
   explicit StreamLimits(Options o) : opts_(o) {}
+  ~StreamLimits();
   // A slot for `who`'s stream `what` ("WatchNames"), or RESOURCE_EXHAUSTED.
   // Masters and agents (not users) count toward the cell-wide cap only.
-  absl::StatusOr<Slot> Acquire(const Principal& who, const std::string& what);
+  // `end` stops the stream (ServerContext::TryCancel): called once, from
+  // another thread, when the caller's credential is revoked.
+  absl::StatusOr<Slot> Acquire(const Principal& who, const std::string& what, std::function<void()> end = nullptr);
+
+  // Ends every open stream whose caller `revoked` says has lost its
+  // credential (#33 L4: a stream outlived its revocation); returns how many.
+  int EndRevoked(const std::function<bool(const Principal&)>& revoked);
+  // Calls EndRevoked every `every_ms` on a thread of its own until destroyed.
+  void SweepRevoked(std::function<bool(const Principal&)> revoked, int64_t every_ms = 250);
 
   int open() const;
   int open_by(const std::string& user) const;
   const Options& options() const { return opts_; }
 
  private:
-  void Release(const std::string& user);
+  void Release(const std::string& user, uint64_t id);
 
+  struct Open {
+    Principal who;
+    std::function<void()> end;
+  };
   const Options opts_;
   mutable absl::Mutex mu_;
   int open_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, int> by_user_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, Open> streams_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  absl::Mutex sweep_mu_;
+  bool stop_ ABSL_GUARDED_BY(sweep_mu_) = false;
+  std::thread sweeper_;
 };
 
 }  // namespace herd::master

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "testing/eventually.h"
 
 namespace herd::master {
 namespace {
@@ -42,6 +44,26 @@ TEST(StreamLimitsTest, CapsEachUserAndTheCell) {
   auto m1 = machines.Acquire(Principal::Machine("m1"), "Watch");
   auto m2 = machines.Acquire(Principal::Machine("m1"), "Watch");
   EXPECT_TRUE(m1.ok() && m2.ok());
+}
+
+// #33 L4: an open stream outlived its credential's revocation.
+TEST(StreamLimitsTest, ARevokedCredentialsStreamsEnd) {
+  StreamLimits limits({.per_user = 4, .total = 8});
+  std::atomic<int> bob_ended{0}, alice_ended{0};
+  Principal bob = Principal::User("bob");
+  bob.credential_issued_s = 100;
+  auto b = limits.Acquire(bob, "WatchNames", [&] { ++bob_ended; });
+  auto a = limits.Acquire(Principal::User("alice"), "Watch", [&] { ++alice_ended; });
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::atomic<int64_t> bob_revoked_before{0};
+  auto revoked = [&](const Principal& p) { return p.name == "bob" && p.credential_issued_s < bob_revoked_before; };
+  EXPECT_EQ(limits.EndRevoked(revoked), 0);
+  limits.SweepRevoked(revoked, 10);
+  bob_revoked_before = 200;  // the admin revokes bob's credentials issued before 200
+  ASSERT_TRUE(herd::testing::Eventually([&] { return bob_ended.load() == 1; }));
+  EXPECT_EQ(limits.EndRevoked(revoked), 0) << "ended once";
+  EXPECT_EQ(alice_ended.load(), 0);
+  EXPECT_EQ(bob_ended.load(), 1);
 }
 
 }  // namespace

@@ -67,8 +67,58 @@ void AuditLog::Record(const Principal& who, Action action, const Resource& on, c
   j["allowed"] = decision.ok();
   if (!decision.ok()) j["why"] = std::string(decision.message());
   // Names come from users: replace what is not UTF-8 rather than throw.
-  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  WriteFor(who.acting_user.empty() ? who.name : who.acting_user,
+           j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+void AuditLog::RecordUnidentified(const std::string& name, const std::string& credential,
+                                  const std::string& acting_as, const absl::Status& why) {
+  nlohmann::json j;
+  j["time"] = Rfc3339(clock_->NowMs());
+  j["who"] = absl::StrCat("user ", name);
+  j["user"] = name;
+  j["acting_for"] = acting_as;
+  j["credential"] = credential;
+  j["action"] = "identify";
+  j["on"] = "the cell";
+  j["allowed"] = false;
+  j["why"] = std::string(why.message());
+  WriteFor(name, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
+void AuditLog::WriteFor(const std::string& user, const std::string& line) {
   std::lock_guard l(mu_);
+  if (options_.per_user_rate > 0) {
+    const int64_t now = clock_->MonotonicMs();
+    if (buckets_.size() > 100'000) buckets_.clear();  // bounded: forgetting only refills buckets
+    auto [it, fresh] = buckets_.try_emplace(user);
+    Bucket& b = it->second;
+    if (fresh) {
+      b.tokens = options_.per_user_burst;
+    } else {
+      b.tokens = std::min(options_.per_user_burst,
+                          b.tokens + static_cast<double>(now - b.last_ms) / 1000.0 * options_.per_user_rate);
+    }
+    b.last_ms = now;
+    if (b.tokens < 1) {
+      ++b.suppressed;
+      return;
+    }
+    b.tokens -= 1;
+    if (b.suppressed > 0) {
+      nlohmann::json s;
+      s["time"] = Rfc3339(clock_->NowMs());
+      s["user"] = user;
+      s["suppressed"] = b.suppressed;
+      s["why"] = absl::StrCat("over the audit rate of ", options_.per_user_rate, " records a second");
+      WriteLocked(s.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+      b.suppressed = 0;
+    }
+  }
+  WriteLocked(line);
+}
+
+void AuditLog::WriteLocked(const std::string& line) {
   if (fd_ < 0) return;
   if (size_ + static_cast<int64_t>(line.size()) > options_.max_bytes && size_ > 0) RotateLocked();
   if (fd_ < 0) return;
@@ -79,7 +129,8 @@ absl::Status AuditingAuthorizer::Authorize(const Principal& who, Action action, 
   absl::Status st = inner_->Authorize(who, action, on);
   // The master's own parts (its scheduler committing placements) are the
   // cell at work, not requests.
-  if (IsAudited(action) && who.kind != Principal::Kind::kInternal) log_->Record(who, action, on, st);
+  // Every refusal too: a refused export or act-as is what an audit is for.
+  if ((IsAudited(action) || !st.ok()) && who.kind != Principal::Kind::kInternal) log_->Record(who, action, on, st);
   return st;
 }
 

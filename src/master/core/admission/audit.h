@@ -1,4 +1,5 @@
-// The audit log: every mutating request and every exec or log read, who
+// The audit log: every mutating request, every exec or log read and every
+// refusal (a revoked credential and a refused act-as included), who
 // asked (and on whose behalf, with which credential), what, on what, when,
 // and whether it was allowed (and if not, why), one JSON object per line.
 // It wraps the cell's Authorizer, so nothing that is decided escapes it.
@@ -13,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,15 +31,33 @@ class AuditLog {
     std::string path;
     int64_t max_bytes = 64ll << 20;
     int keep = 5;
+    // Records per second one user may add (and a burst): past it, that
+    // user's records are counted, not written, and one line says how many
+    // went, so no user can rotate the others' records away. 0: no limit.
+    double per_user_rate = 20;
+    double per_user_burst = 2000;
   };
   static absl::StatusOr<std::unique_ptr<AuditLog>> Open(Options options, Clock* clock);
   ~AuditLog();
 
   void Record(const Principal& who, Action action, const Resource& on, const absl::Status& decision);
+  // A caller whose identity was refused (Authorizer::Unidentified).
+  void RecordUnidentified(const std::string& name, const std::string& credential, const std::string& acting_as,
+                          const absl::Status& why);
 
  private:
   AuditLog(Options o, Clock* clock) : options_(std::move(o)), clock_(clock) {}
   void RotateLocked();
+  // Writes `line` if `user` is within its rate (first a line for what it
+  // had suppressed).
+  void WriteFor(const std::string& user, const std::string& line);
+  void WriteLocked(const std::string& line);
+  struct Bucket {
+    double tokens = 0;
+    int64_t last_ms = 0;
+    int64_t suppressed = 0;
+  };
+  std::map<std::string, Bucket> buckets_;  // guarded by mu_
 
   const Options options_;
   Clock* const clock_;
@@ -55,6 +75,10 @@ class AuditingAuthorizer final : public Authorizer {
   AuditingAuthorizer(std::shared_ptr<const Authorizer> inner, std::shared_ptr<AuditLog> log)
       : inner_(std::move(inner)), log_(std::move(log)) {}
   absl::Status Authorize(const Principal& who, Action action, const Resource& on) const override;
+  void Unidentified(const std::string& name, const std::string& credential, const std::string& acting_as,
+                    const absl::Status& why) const override {
+    log_->RecordUnidentified(name, credential, acting_as, why);
+  }
 
  private:
   std::shared_ptr<const Authorizer> inner_;

@@ -55,5 +55,51 @@ TEST(AuditLog, RecordsEveryDecisionOnWhatChangesOrOpensATask) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue #33, L3: a refused export and a refused identity (revoked, act-as)
+// were not recorded; one user's flood rotated everyone's records away.
+TEST(AuditLog, RecordsEveryRefusalAndLimitsEachUsersRate) {
+  char tmpl[] = "/tmp/herd-audit-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ManualClock clock(1'800'000'000'123);
+  AuditLog::Options o;
+  o.path = dir + "/audit.log";
+  o.per_user_rate = 1;
+  o.per_user_burst = 3;
+  auto log = AuditLog::Open(o, &clock);
+  ASSERT_TRUE(log.ok()) << log.status();
+  AuditingAuthorizer auth(std::make_shared<CellPolicy>(), std::shared_ptr<AuditLog>(std::move(*log)));
+  Principal bob = Principal::User("bob");
+  EXPECT_FALSE(auth.Authorize(bob, Action::kExportCheckpoint, Resource{}).ok());  // a read, but refused
+  auth.Unidentified("carol", "c0ffee", "alice", absl::PermissionDeniedError("carol may not act as user alice"));
+  std::vector<nlohmann::json> got = Lines(dir + "/audit.log");
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0]["action"], "export-checkpoint");
+  EXPECT_EQ(got[0]["allowed"], false);
+  EXPECT_EQ(got[1]["user"], "carol");
+  EXPECT_EQ(got[1]["acting_for"], "alice");
+  EXPECT_EQ(got[1]["action"], "identify");
+  EXPECT_EQ(got[1]["allowed"], false);
+
+  // Bob floods: two more of his (his burst is 3), the rest counted.
+  const Resource web{"alice/web", "alice", ""};
+  for (int i = 0; i < 50; ++i) (void)auth.Authorize(bob, Action::kKillJob, web);
+  // Alice is not held back by bob.
+  EXPECT_TRUE(auth.Authorize(Principal::User("alice"), Action::kKillJob, web).ok());
+  got = Lines(dir + "/audit.log");
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[4]["user"], "alice");
+  // A second later bob may write one more, after the line that says how
+  // many of his went unrecorded.
+  clock.AdvanceMs(1000);
+  (void)auth.Authorize(bob, Action::kKillJob, web);
+  got = Lines(dir + "/audit.log");
+  ASSERT_EQ(got.size(), 7u);
+  EXPECT_EQ(got[5]["user"], "bob");
+  EXPECT_EQ(got[5]["suppressed"], 48);
+  EXPECT_EQ(got[6]["action"], "kill-job");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace herd::master

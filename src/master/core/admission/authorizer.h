@@ -52,6 +52,9 @@ struct Principal {
   std::string acting_user;
   // The credential's serial ("" for internal parts).
   std::string credential;
+  // When it was issued (seconds since the epoch): a revocation ends what it
+  // opened (streams) as well as what it asks next.
+  int64_t credential_issued_s = 0;
 
   static Principal User(std::string name) { return {Kind::kUser, std::move(name)}; }
   static Principal Admin(std::string name) {
@@ -124,6 +127,11 @@ class Authorizer {
   // possibly with the cell's state locked: it must be quick and must not
   // call back into the master.
   virtual absl::Status Authorize(const Principal& who, Action action, const Resource& on) const = 0;
+  // A caller refused before any action could be weighed: a revoked
+  // credential, acting as another user without run-as. Only recorded (the
+  // audit log); the refusal itself is the caller's answer.
+  virtual void Unidentified(const std::string& name, const std::string& credential, const std::string& acting_as,
+                            const absl::Status& why) const {}
 };
 
 // The refusal every policy returns: "user bob may not kill-job job

@@ -23,6 +23,7 @@ absl::StatusOr<Principal> Identify(const pki::CertInfo& cert, absl::string_view 
   Principal p;
   p.name = cert.subject.name;
   p.credential = cert.serial;
+  p.credential_issued_s = cert.issued_s();
   switch (cert.subject.role) {
     case pki::Role::kMachine:
       p.kind = Principal::Kind::kMachine;
@@ -56,6 +57,7 @@ absl::StatusOr<Principal> Identify(const pki::CertInfo& cert, absl::string_view 
   if (users) as.capabilities = Granted(users(as.name));
   as.acting_user = p.name;
   as.credential = p.credential;
+  as.credential_issued_s = p.credential_issued_s;
   return as;
 }
 
