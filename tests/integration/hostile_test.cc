@@ -127,13 +127,20 @@ TEST_F(HostileTest, APackagesSymlinkNeverLetsTheAgentUnlinkOrPlantOutside) {
   // The restart happened: it found its package again through a fresh
   // packages/ (now), or through the agent's link planted in root's
   // directory (before).
-  ASSERT_TRUE(Eventually([&] { return absl::StrContains(cell_.Herd({"logs", "c2/0"}).out, "hello"); }, 60s))
+  auto restarted = [&] {
+    auto t = cell_.Tasks("c2");
+    return t.ok() && t->tasks_size() == 1 && t->tasks(0).restarts() >= 1 &&
+           t->tasks(0).phase() == v1::Task::ACTIVE;
+  };
+  ASSERT_TRUE(Eventually([&] { return restarted(); }, 60s))
       << TaskText("c2") << cell_.Herd({"logs", "c2/0"}).Describe() << cell_.LogTails();
   EXPECT_TRUE(S_ISREG(ModeOf(target.path + "/keep"))) << "the agent replaced root's file with a symlink";
   std::ifstream in(target.path + "/keep");
   std::string text;
   std::getline(in, text);
   EXPECT_EQ(text, "original");
+  EXPECT_TRUE(Eventually([&] { return absl::StrContains(cell_.Herd({"logs", "c2/0"}).out, "hello"); }, 60s))
+      << "the restarted task finds its package again: " << cell_.Herd({"logs", "c2/0"}).Describe();
 }
 
 // H1: bob's task read alice's run.pb (her env, secrets included), her
