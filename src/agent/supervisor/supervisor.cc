@@ -135,14 +135,15 @@ absl::Status Supervisor::Init() {
     return ErrnoToStatus(errno, absl::StrCat("chmod ", options_.root_dir, "/runs"));
   }
   if (geteuid() == 0) {
-    // Tasks under their own uids enter their sandboxes as themselves: every
-    // directory above them must let others pass (o+x).
+    // Tasks under their own uids reach their sandboxes and packages by path
+    // as themselves: every directory above them must let others pass (o+x).
     std::string dir = std::filesystem::absolute(options_.root_dir).lexically_normal().string();
     while (!dir.empty() && dir != "/") {
       struct stat st;
       if (stat(dir.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) {
-        HERD_LOG_WARN("{} is mode {:o}: tasks running as their own uids cannot reach their sandboxes below it; "
-                      "give it o+x (e.g. chmod 0711)", dir, st.st_mode & 07777);
+        HERD_LOG_WARN("{} is mode {:o}: tasks running as their own uids start in their sandboxes but cannot "
+                      "reach them or their packages by path ($HERD_TASK_DIR, $HERD_PACKAGE_*); give it o+x "
+                      "(e.g. chmod 0711)", dir, st.st_mode & 07777);
         break;
       }
       dir = dir.substr(0, dir.rfind('/'));
