@@ -240,6 +240,10 @@ void AddAgent(CLI::App& app, int& rc) {
   auto reserve = std::make_shared<std::string>();
   cmd->add_option("--memory-reserve", *reserve,
                   "Memory kept free for the system; below it non-prod tasks are evicted (default 256Mi)");
+  auto disk_reserve = std::make_shared<std::string>();
+  cmd->add_option("--disk-reserve", *disk_reserve,
+                  "Disk kept free where the agent's root lives; below it the lowest-priority task using the most "
+                  "disk is evicted (default 512Mi; 0: none)");
   auto log_max = std::make_shared<std::string>();
   cmd->add_option("--task-log-max-size", *log_max, "Rotate a task's stdout/stderr at this size (default 10Mi)");
   cmd->add_option("--task-log-keep", o->log_keep, "Rotated files kept per stream")->capture_default_str();
@@ -261,7 +265,7 @@ void AddAgent(CLI::App& app, int& rc) {
   auto package_max = std::make_shared<std::string>();
   cmd->add_option("--package-max-size", *package_max,
                   "Refuse package archives larger than this (default: the package cache size)");
-  cmd->callback([&rc, o, capacity, attrs, ports, reserve, log_max, retention, cache, package_max, uids] {
+  cmd->callback([&rc, o, capacity, attrs, ports, reserve, disk_reserve, log_max, retention, cache, package_max, uids] {
     if (*uids == "agent") {
       o->task_uid_count = 0;
     } else if (!uids->empty()) {
@@ -284,6 +288,7 @@ void AddAgent(CLI::App& app, int& rc) {
       }
     }
     for (auto [flag, text, out] : {std::tuple{"--memory-reserve", reserve.get(), &o->memory_reserve_bytes},
+                                   std::tuple{"--disk-reserve", disk_reserve.get(), &o->disk_reserve_bytes},
                                    std::tuple{"--task-log-max-size", log_max.get(), &o->log_max_bytes},
                                    std::tuple{"--package-cache-size", cache.get(), &o->package_cache_bytes},
                                    std::tuple{"--package-max-size", package_max.get(), &o->package_max_bytes}}) {

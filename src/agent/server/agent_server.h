@@ -57,6 +57,9 @@ struct AgentOptions {
   // Memory the agent keeps free for itself and the system: below it, it
   // evicts non-prod tasks, lowest priority first.
   int64_t memory_reserve_bytes = 256ll << 20;
+  // Disk the agent keeps free where its root lives: below it, the
+  // lowest-priority task using the most disk is evicted (0: no reserve).
+  int64_t disk_reserve_bytes = 512ll << 20;
 
   // Task output: rotated when a file passes log_max_bytes, log_keep rotated
   // files per stream, kept log_retention_ms after the task ended.

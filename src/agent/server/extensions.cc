@@ -70,6 +70,7 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
       c.batch_box_memory_bytes = options.capacity.memory_bytes;
     }
     c.memory_reserve_bytes = options.memory_reserve_bytes;
+    c.disk_reserve_bytes = options.disk_reserve_bytes;
     if (options.capacity_given) c.capacity_memory_bytes = options.capacity.memory_bytes;
     c.clock = clock;
     c.slow_checks = slow_checks;
