@@ -182,6 +182,11 @@ const v1::Quota* CellState::FindQuota(absl::string_view user, Band band) const {
   return it == quotas_.end() ? nullptr : &it->second;
 }
 
+int64_t CellState::LiveTasks(absl::string_view user) const {
+  auto it = live_tasks_.find(user);
+  return it == live_tasks_.end() ? 0 : it->second;
+}
+
 ResourceVector CellState::Usage(absl::string_view user, Band band) const {
   auto it = usage_.find(std::make_pair(std::string(user), static_cast<int>(band)));
   return it == usage_.end() ? ResourceVector{} : it->second;
@@ -411,6 +416,11 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
 }
 
 void CellState::AddUsage(const Task& t, bool add) {
+  {
+    int64_t& n = live_tasks_[t.job_->spec.user()];
+    n += add ? 1 : -1;
+    if (n <= 0) live_tasks_.erase(t.job_->spec.user());
+  }
   if (t.in_alloc()) return;  // its alloc set's tasks are charged
   auto key = std::make_pair(t.job_->spec.user(), static_cast<int>(BandOf(t.priority())));
   ResourceVector& u = usage_[key];

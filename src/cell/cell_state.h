@@ -315,6 +315,8 @@ class CellState {
   const absl::btree_map<std::string, v1::User>& users() const { return users_; }
   // Sum of the limits of the user's live (not DEAD) tasks in the band.
   ResourceVector Usage(absl::string_view user, Band band) const;
+  // The user's tasks that are not DEAD, at every priority (0 included).
+  int64_t LiveTasks(absl::string_view user) const;
   // The jobs created by a submit request id of this user (null if unknown).
   // Request ids are scoped per user (#33): the same id used by two users is
   // two requests.
@@ -471,6 +473,7 @@ class CellState {
   absl::btree_map<std::pair<std::string, std::string>, v1::Quota> quotas_;  // (user, band)
   absl::btree_map<std::string, v1::User> users_;
   absl::flat_hash_map<std::pair<std::string, int>, ResourceVector> usage_;  // (user, band)
+  absl::flat_hash_map<std::string, int64_t> live_tasks_;                     // by user
   using RequestKey = std::pair<std::string, std::string>;  // (user, request id)
   absl::flat_hash_map<RequestKey, std::vector<std::string>> requests_;
   std::deque<RequestKey> request_order_;  // oldest first, bounded

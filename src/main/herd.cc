@@ -60,6 +60,11 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--ca", o->ca_dir, "The cell CA's directory, to issue user credentials (herd user add)");
   cmd->add_option("--user-rate", o->user_rate, "Requests a second each user may send (bursts of twice that); 0: no limit")
       ->capture_default_str();
+  o->core.max_tasks_per_user = 100'000;
+  cmd->add_option("--max-tasks-per-user", o->core.max_tasks_per_user,
+                  "Tasks (not dead) each user may have, at every priority, 0 included; admins are not held to it; "
+                  "0: no limit")
+      ->capture_default_str();
   cmd->add_option("--max-streams-per-user", o->max_streams_per_user,
                   "Open streams (watch, watch-names, checkpoint export, framework subscriptions) each user may hold; "
                   "0: no limit")

@@ -52,6 +52,10 @@ struct MasterOptions {
   // The DNS domain tasks' names live under (docs/naming.md):
   // 0.hello.alice.local.herd. Also in Resolve's answers.
   std::string dns_domain = "herd";
+  // Tasks (not DEAD) one user may have, at every priority -- priority 0, which
+  // quota leaves unlimited, included (#33 M6). Admins are not held to it.
+  // 0: no limit (the simulator's default); herd master sets 100,000.
+  int64_t max_tasks_per_user = 0;
 };
 
 }  // namespace herd::master

@@ -384,6 +384,46 @@ TEST(DiskReserve, ChangesStopAndReadsGoOnWhileTheDiskIsFull) {
   EXPECT_TRUE((*core)->jobs().Submit(Principal::User("alice"), more).ok());
 }
 
+// Issue #33, M6: no quota held priority 0 (300k tasks in three submits). A
+// user's live tasks are capped at every priority; admins are not.
+TEST(TaskCount, EachUsersLiveTasksAreCappedAtEveryPriority) {
+  store::MemoryLogStore store;
+  FakeAgentLink link;
+  MasterOptions o;
+  o.run_scheduler = false;
+  o.run_link = false;
+  o.max_tasks_per_user = 10;
+  auto core = MasterCore::Create(&store, &link, RealClock::Get(), o);
+  ASSERT_TRUE(core.ok()) << core.status();
+  auto submit = [&](const Principal& who, v1::JobSpec spec) {
+    v1::SubmitRequest req;
+    *req.add_jobs() = std::move(spec);
+    return (*core)->jobs().Submit(who, req).status();
+  };
+  const Principal bob = Principal::User("bob");
+  EXPECT_TRUE(submit(bob, JobBuilder("a", "bob").Tasks(8).Priority(0).Build()).ok());
+  absl::Status st = submit(bob, JobBuilder("b", "bob").Tasks(3).Priority(0).Build());
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "--max-tasks-per-user")) << st;
+  EXPECT_TRUE(submit(bob, JobBuilder("b", "bob").Tasks(2).Priority(0).Build()).ok());
+  // Scaling up past it is refused too; an update that keeps the count is not.
+  v1::ScaleRequest up;
+  up.set_job("bob/a");
+  up.set_tasks(9);
+  EXPECT_EQ((*core)->jobs().Scale(bob, up).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(submit(bob, JobBuilder("a", "bob").Tasks(8).Priority(0).Cpu(200).Build()).ok());
+  // Other users have their own count; admins are not held to it.
+  EXPECT_TRUE(submit(Principal::User("alice"), JobBuilder("c", "alice").Tasks(10).Priority(0).Build()).ok());
+  Principal admin = Principal::User("root");
+  admin.capabilities |= static_cast<uint32_t>(Capability::kAdmin);
+  EXPECT_TRUE(submit(admin, JobBuilder("d", "root").Tasks(50).Build()).ok());
+  // Killing frees room.
+  v1::KillRequest kill;
+  kill.set_job("bob/b");
+  ASSERT_TRUE((*core)->jobs().Kill(bob, kill).ok());
+  EXPECT_TRUE(submit(bob, JobBuilder("e", "bob").Tasks(2).Priority(0).Build()).ok());
+}
+
 // Issue #33, M5: below the reserve, what frees space still goes through --
 // the admin's kill, a scale-down -- while growing is refused; only in the
 // last quarter of the reserve is every change refused.

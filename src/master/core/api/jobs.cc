@@ -75,6 +75,25 @@ absl::Status PrepareSpec(const ApiContext& ctx, const Principal& who, v1::JobSpe
   return absl::OkStatus();
 }
 
+absl::Status JobsApi::CheckTaskCount(const cell::CellState& s, const Principal& who,
+                                     const std::vector<v1::JobSpec>& asking,
+                                     const std::vector<const cell::Job*>& releasing) const {
+  const int64_t limit = ctx_.options->max_tasks_per_user;
+  if (limit <= 0 || who.Has(Capability::kAdmin)) return absl::OkStatus();
+  std::map<std::string, int64_t> more;  // by user
+  for (const v1::JobSpec& spec : asking) more[spec.user()] += spec.task_count();
+  for (const cell::Job* job : releasing) more[job->spec.user()] -= job->pending + job->running;
+  for (const auto& [user, n] : more) {
+    const int64_t live = s.LiveTasks(user);
+    if (n > 0 && live + n > limit) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "user ", user, " has ", live, " tasks and this asks ", n, " more: at most ", limit,
+          " per user at any priority (herd master --max-tasks-per-user); kill or scale down some first"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v1::SubmitRequest& req) {
   if (req.jobs().empty()) return absl::InvalidArgumentError("nothing to submit: no jobs");
   if (req.jobs_size() > spec::kMaxJobsPerRequest) {
@@ -148,6 +167,7 @@ absl::StatusOr<v1::SubmitResponse> JobsApi::Submit(const Principal& who, const v
       }
     }
     HERD_RETURN_IF_ERROR(CheckQuota(s, asking, releasing));
+    HERD_RETURN_IF_ERROR(CheckTaskCount(s, who, asking, releasing));
     if (req.dry_run()) return std::vector<v1::Mutation>{};
     std::vector<v1::Mutation> out;
     if (!fresh.empty()) {
@@ -193,6 +213,7 @@ absl::StatusOr<v1::ScaleResponse> JobsApi::Scale(const Principal& who, const v1:
     *resp.mutable_job() = job->ToProto();
     if (resp.diff().to_version() == resp.diff().from_version()) return std::vector<v1::Mutation>{};
     HERD_RETURN_IF_ERROR(CheckQuota(s, {next}, {job}));
+    HERD_RETURN_IF_ERROR(CheckTaskCount(s, who, {next}, {job}));
     if (req.dry_run()) return std::vector<v1::Mutation>{};
     // Survivors are not touched: those a rollout has not reached yet stay
     // held, and the rollout goes on with its strategy.

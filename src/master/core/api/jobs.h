@@ -52,6 +52,10 @@ class JobsApi {
  private:
   // Forgets, now and then, why-pending entries of jobs with nothing pending.
   void PruneWhy();
+  // RESOURCE_EXHAUSTED if `asking` (replacing `releasing`) would give a user
+  // more live tasks than MasterOptions::max_tasks_per_user.
+  absl::Status CheckTaskCount(const cell::CellState& s, const Principal& who, const std::vector<v1::JobSpec>& asking,
+                              const std::vector<const cell::Job*>& releasing) const;
 
   const ApiContext& ctx_;
   std::atomic<int64_t> why_pruned_ms_{0};
