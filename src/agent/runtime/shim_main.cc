@@ -441,7 +441,9 @@ enum Stage { kStdio, kCgroup, kNamespaces, kHostname, kMount, kRoot, kCwd, kUser
 // `rel` (plain names, no "..") beneath the directory `base`, following no
 // symlink in any component: an O_PATH descriptor, or -1 with errno set.
 int OpenDirBeneath(const char* base, const char* rel) {
-  int dir = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  // The sandbox itself sits in the run directory, which no task can write;
+  // O_NOFOLLOW all the same.
+  int dir = open(base, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dir < 0) return -1;
   if (rel[0] == '\0' || strcmp(rel, ".") == 0) return dir;
   struct open_how how;

@@ -141,7 +141,11 @@ absl::Status RunDir::Create() const {
   // is 0700, handed to the task's uid by IsolationExtension.
   for (auto [dir, mode] : {std::pair{path_, 0711}, std::pair{Sandbox(), 0700}}) {
     HERD_RETURN_IF_ERROR(MakeDir(dir, mode));
-    if (chmod(dir.c_str(), mode) != 0) return ErrnoToStatus(errno, absl::StrCat("chmod ", dir));  // whatever the umask
+    // Exactly this mode, whatever the umask; through the directory held,
+    // never a symlink in its place.
+    absl::StatusOr<Fd> held = OpenDirectory(dir);
+    if (!held.ok()) return held.status();
+    if (fchmod(held->get(), mode) != 0) return ErrnoToStatus(errno, absl::StrCat("chmod ", dir));
   }
   return absl::OkStatus();
 }

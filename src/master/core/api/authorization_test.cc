@@ -384,17 +384,28 @@ TEST(DiskReserve, ChangesStopAndReadsGoOnWhileTheDiskIsFull) {
   EXPECT_TRUE((*core)->jobs().Submit(Principal::User("alice"), more).ok());
 }
 
+// A master core alone (no scheduler, no link) for admission tests.
+struct BareCore {
+  explicit BareCore(MasterOptions o) {
+    o.run_scheduler = false;
+    o.run_link = false;
+    auto c = MasterCore::Create(&store, &link, RealClock::Get(), std::move(o));
+    EXPECT_TRUE(c.ok()) << c.status();
+    if (c.ok()) core = std::move(*c);
+  }
+  store::MemoryLogStore store;
+  FakeAgentLink link;
+  std::unique_ptr<MasterCore> core;
+};
+
 // Issue #33, M6: no quota held priority 0 (300k tasks in three submits). A
 // user's live tasks are capped at every priority; admins are not.
 TEST(TaskCount, EachUsersLiveTasksAreCappedAtEveryPriority) {
-  store::MemoryLogStore store;
-  FakeAgentLink link;
   MasterOptions o;
-  o.run_scheduler = false;
-  o.run_link = false;
   o.max_tasks_per_user = 10;
-  auto core = MasterCore::Create(&store, &link, RealClock::Get(), o);
-  ASSERT_TRUE(core.ok()) << core.status();
+  BareCore bare(o);
+  ASSERT_TRUE(bare.core);
+  std::unique_ptr<MasterCore>* core = &bare.core;
   auto submit = [&](const Principal& who, v1::JobSpec spec) {
     v1::SubmitRequest req;
     *req.add_jobs() = std::move(spec);
@@ -428,15 +439,12 @@ TEST(TaskCount, EachUsersLiveTasksAreCappedAtEveryPriority) {
 // the admin's kill, a scale-down -- while growing is refused; only in the
 // last quarter of the reserve is every change refused.
 TEST(DiskReserve, KillsAndScaleDownsFreeAFullDisk) {
-  store::MemoryLogStore store;
-  FakeAgentLink link;
   std::atomic<int64_t> free_bytes{1ll << 30};
   MasterOptions o;
-  o.run_scheduler = false;
-  o.run_link = false;
   o.committer.free_bytes = [&] { return free_bytes.load(); };
-  auto core = MasterCore::Create(&store, &link, RealClock::Get(), o);
-  ASSERT_TRUE(core.ok()) << core.status();
+  BareCore bare(o);
+  ASSERT_TRUE(bare.core);
+  std::unique_ptr<MasterCore>* core = &bare.core;
   v1::SubmitRequest sub;
   *sub.add_jobs() = JobBuilder("web").Tasks(3).Cpu(100).Build();
   *sub.add_jobs() = JobBuilder("filler").Tasks(1).Cpu(100).Build();
