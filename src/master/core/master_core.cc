@@ -7,8 +7,8 @@
 
 namespace herd::master {
 
-absl::StatusOr<std::unique_ptr<MasterCore>> MasterCore::Create(store::LogStore* store, AgentLink* link,
-                                                               Clock* clock, MasterOptions options) {
+absl::StatusOr<std::unique_ptr<MasterCore>> MasterCore::Create(store::LogStore* store, AgentLink* link, Clock* clock,
+                                                               MasterOptions options) {
   HERD_ASSIGN_OR_RETURN(cell::CellState state, Recover(*store, 0, options.cell_name));
   HERD_LOG_INFO("recovered cell '{}' at revision {}: {} jobs, {} machines, {} tasks running, {} pending",
                 state.cell_name(), state.revision(), state.jobs().size(), state.machines().size(),
@@ -40,8 +40,7 @@ MasterCore::MasterCore(store::LogStore* reader, Clock* clock, MasterOptions opti
 }
 
 absl::StatusOr<std::unique_ptr<MasterCore>> MasterCore::CreateFollower(store::LogStore* store, Clock* clock,
-                                                                       MasterOptions options,
-                                                                       cell::CellState state) {
+                                                                       MasterOptions options, cell::CellState state) {
   if (options.authorizer == nullptr) return absl::InvalidArgumentError("MasterOptions.authorizer is not set");
   if (options.metrics != nullptr) AddMetricHooks(*options.metrics, &options);
   return std::unique_ptr<MasterCore>(new MasterCore(store, clock, std::move(options), std::move(state)));
@@ -91,7 +90,7 @@ void MasterCore::BuildLeaderParts(AgentLink* link) {
     if (options_.reclaim.enabled) {
       // The replies' usage feeds the estimators too (beside the history).
       lo.on_reply = [r = reclaimer_.get(), also = options_.link.on_reply](const std::string& machine,
-                                                                           const v1::PollResponse& reply) {
+                                                                          const v1::PollResponse& reply) {
         r->Observe(reply);
         if (also) also(machine, reply);
       };
@@ -123,12 +122,47 @@ UserRecords MasterCore::Users() {
 
 MasterCore::~MasterCore() { Stop(); }
 
+std::vector<MasterPart> MasterCore::LeaderParts() {
+  std::vector<MasterPart> parts;
+  if (sched_loop_) {
+    sched::SchedulerLoop* l = sched_loop_.get();
+    parts.push_back({"scheduler",
+                     [l] {
+                       l->Start();
+                       return absl::OkStatus();
+                     },
+                     [l] { l->Stop(); }, [l] { return l->Step(); }});
+  }
+  if (link_shard_) {
+    LinkShard* l = link_shard_.get();
+    parts.push_back({"link",
+                     [l] {
+                       l->Start();
+                       return absl::OkStatus();
+                     },
+                     [l] { l->Stop(); },
+                     [l] {
+                       l->PollAllOnce();
+                       return absl::OkStatus();
+                     }});
+  }
+  auto controller = [&](const char* name, StepController* c) {
+    if (c == nullptr) return;
+    parts.push_back({name,
+                     [c] {
+                       c->Start();
+                       return absl::OkStatus();
+                     },
+                     [c] { c->Stop(); }, [c] { return c->Step().status(); }});
+  };
+  controller("rollouts", rollouts_.get());
+  controller("batch", batch_.get());
+  controller("reclaim", reclaim_.get());
+  return parts;
+}
+
 void MasterCore::Start() {
-  if (link_shard_) link_shard_->Start();
-  if (sched_loop_) sched_loop_->Start();
-  if (rollouts_) rollouts_->Start();
-  if (batch_) batch_->Start();
-  if (reclaim_) reclaim_->Start();
+  for (MasterPart& p : LeaderParts()) (void)p.start();
 }
 
 void MasterCore::PollAllMachines() {
@@ -156,11 +190,8 @@ absl::Status MasterCore::StepScheduler() {
 }
 
 void MasterCore::Stop() {
-  if (rollouts_) rollouts_->Stop();
-  if (batch_) batch_->Stop();
-  if (reclaim_) reclaim_->Stop();
-  if (sched_loop_) sched_loop_->Stop();
-  if (link_shard_) link_shard_->Stop();
+  std::vector<MasterPart> parts = LeaderParts();
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) it->stop();
 }
 
 void MasterCore::SetFatalHandler(std::function<void(const absl::Status&)> fn) {

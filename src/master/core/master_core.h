@@ -16,12 +16,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "base/clock.h"
 #include "master/core/admission/identity.h"
-#include "master/core/api/context.h"
 #include "master/core/api/access.h"
+#include "master/core/api/context.h"
 #include "master/core/api/jobs.h"
 #include "master/core/api/machines.h"
 #include "master/core/api/names.h"
@@ -30,8 +31,9 @@
 #include "master/core/committer.h"
 #include "master/core/link/agent_link.h"
 #include "master/core/link/link_shard.h"
-#include "master/core/reclaim/reclaimer.h"
 #include "master/core/options.h"
+#include "master/core/part.h"
+#include "master/core/reclaim/reclaimer.h"
 #include "master/core/sched_adapters.h"
 #include "master/core/why_store.h"
 #include "sched/loop/scheduler_loop.h"
@@ -44,7 +46,7 @@ class MasterCore {
   // Recovers the state from `store` (snapshot + log). `store`, `link` and
   // `clock` must outlive the MasterCore.
   static absl::StatusOr<std::unique_ptr<MasterCore>> Create(store::LogStore* store, AgentLink* link, Clock* clock,
-                                                           MasterOptions options);
+                                                            MasterOptions options);
   // A follower (a replica that is not the leader): serves reads and the
   // change feed from `state`, kept hot with committer().Follow(); it changes
   // nothing, polls no agent and schedules nothing until Promote(). `store`
@@ -59,7 +61,12 @@ class MasterCore {
   bool leading() const { return committer_->leading(); }
   ~MasterCore();
 
-  // Starts polling agents and scheduling.
+  // The parts only the leader runs, in start order (empty on a follower):
+  // the scheduler loop, the link to the agents, the rollout, batch and
+  // reclamation controllers -- each with a start, a stop and a step.
+  // MasterLifecycle runs them with the process's own leader-only parts.
+  std::vector<MasterPart> LeaderParts();
+  // Starts every leader part's threads (tests without a MasterLifecycle).
   void Start();
   // Instead of Start(), for the simulator: poll every machine once, and run
   // one scheduler round (catch up, pass, propose), on the calling thread.
@@ -72,6 +79,7 @@ class MasterCore {
   absl::StatusOr<int> StepBatch();
   // One reclamation pass (tests): reservations from the samples so far.
   absl::StatusOr<int> StepReclaim();
+  // Stops every leader part, newest first. Idempotent.
   void Stop();
   // Called once if the store fails; the process should exit.
   void SetFatalHandler(std::function<void(const absl::Status&)> fn);

@@ -1,35 +1,36 @@
-#include "base/signals.h"
 #include "master/server/master_server.h"
 
+#include <grpcpp/security/credentials.h>
 #include <sys/statvfs.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
-
-#include <grpcpp/security/credentials.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "base/log.h"
+#include "base/signals.h"
+#include "base/status.h"
+#include "herd/v1/agent.grpc.pb.h"
 #include "master/core/admission/audit.h"
+#include "master/core/lifecycle.h"
+#include "master/core/naming/names.h"
+#include "master/core/recovery.h"
+#include "master/history/recorder.h"
+#include "master/server/dns_server.h"
 #include "master/server/frameworks_service.h"
 #include "master/server/grpc_api.h"
 #include "master/server/read_barrier.h"
-#include "master/history/recorder.h"
-#include "master/core/naming/names.h"
-#include "master/server/dns_server.h"
 #include "master/web/web_ui.h"
-#include "herd/v1/agent.grpc.pb.h"
 #include "metrics/server/metrics_server.h"
 #include "rpc/rpc.h"
-#include "master/core/recovery.h"
 #include "store/etcd/etcd_client.h"
 #include "store/etcd/etcd_log_store.h"
 #include "store/etcd/leader_lease.h"
@@ -76,34 +77,18 @@ absl::Status LoadIdentity(const ServerOptions& o, MasterOptions* core) {
 
 // The history database and its recorder (docs/history.md), if kept. Opened
 // before the core (the link hands the recorder each reply) and outliving
-// it; the recorder runs from Start() until the returned guard goes, which
-// must be before the core does.
+// it; the recorder is a part of the master (MasterProcess) that runs from
+// Start() to Stop().
 struct History {
   std::unique_ptr<history::HistoryDb> db;
   std::unique_ptr<history::Recorder> recorder;
-
-  struct Running {
-    history::Recorder* recorder = nullptr;
-    ~Running() {
-      if (recorder != nullptr) recorder->Stop();
-    }
-  };
-  [[nodiscard]] std::unique_ptr<Running> Start(MasterCore* core, store::LogStore* store) {
-    auto r = std::make_unique<Running>();
-    if (recorder != nullptr) {
-      recorder->Start(&core->committer(), store);
-      r->recorder = recorder.get();
-    }
-    return r;
-  }
 };
 
 absl::StatusOr<History> OpenHistory(ServerOptions& options) {
   History h;
   if (options.history == "none") return h;
-  options.history_options.path = options.history.empty()
-                                     ? (std::filesystem::path(options.data_dir) / "history.db").string()
-                                     : options.history;
+  options.history_options.path =
+      options.history.empty() ? (std::filesystem::path(options.data_dir) / "history.db").string() : options.history;
   auto db = history::HistoryDb::Open(options.history_options);
   if (!db.ok()) return db.status();
   h.db = std::move(*db);
@@ -111,8 +96,7 @@ absl::StatusOr<History> OpenHistory(ServerOptions& options) {
   options.core.link.on_reply = [r = h.recorder.get()](const std::string& machine, const v1::PollResponse& reply) {
     r->OnReply(machine, reply);
   };
-  HERD_LOG_INFO("history in {} (recorded up to revision {})", options.history_options.path,
-                h.db->recorded_revision());
+  HERD_LOG_INFO("history in {} (recorded up to revision {})", options.history_options.path, h.db->recorded_revision());
   return h;
 }
 
@@ -150,20 +134,21 @@ struct Api {
   std::unique_ptr<frameworks::FrameworkManager> frameworks;  // outlives the server's calls
   std::unique_ptr<grpc::Server> server;
   std::string bound;
-  std::unique_ptr<web::WebUi> web;                 // with --metrics/--http; outlives the server below
+  std::unique_ptr<web::WebUi> web;                  // with --metrics/--http; outlives the server below
   std::unique_ptr<metrics::MetricsServer> metrics;  // with --metrics
-  std::unique_ptr<DnsServer> dns;                  // with --dns
+  std::unique_ptr<DnsServer> dns;                   // with --dns
 
   // This master leads: the registry is rebuilt from the cell, offers start.
   void StartFrameworks(MasterCore* core) {
-    frameworks = std::make_unique<frameworks::FrameworkManager>(&core->committer(), RealClock::Get(),
-                                                               &core->options(), core->options().frameworks);
+    frameworks = std::make_unique<frameworks::FrameworkManager>(&core->committer(), RealClock::Get(), &core->options(),
+                                                                core->options().frameworks);
     frameworks->Start();
     frameworks_service->SetManager(frameworks.get());
   }
 
+  // The frameworks' streams end (leader part "frameworks") before this
+  // waits for the server's calls.
   void Stop() {
-    if (frameworks) frameworks->Stop();  // ends the frameworks' streams before the server waits for them
     metrics.reset();  // before the core its gauges read goes
     dns.reset();
     if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -216,8 +201,8 @@ web::ReadLogsFn ReadLogsVia(const pki::Credential& self) {
 // --metrics: the registry over HTTPS. A scraper's certificate goes through
 // the master's Authorizer like any request (action read-metrics, revoked
 // users refused); the bearer token is the operator's own secret.
-absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const ServerOptions& options,
-                                                                     MasterCore* core, web::WebUi* web) {
+absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const ServerOptions& options, MasterCore* core,
+                                                                     web::WebUi* web) {
   metrics::MetricsServerOptions mo;
   mo.threads = 4;
   mo.pages = [web](const metrics::HttpRequest& req) { return web->Handle(req); };
@@ -235,8 +220,8 @@ absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const Serve
   };
   auto server = metrics::MetricsServer::Start(std::move(mo), options.core.metrics);
   if (!server.ok()) return server.status();
-  HERD_LOG_INFO("web UI on https://{}/ and metrics on https://{}/metrics (TLS server name {})",
-                (*server)->address(), (*server)->address(), (*server)->server_name());
+  HERD_LOG_INFO("web UI on https://{}/ and metrics on https://{}/metrics (TLS server name {})", (*server)->address(),
+                (*server)->address(), (*server)->server_name());
   return server;
 }
 
@@ -245,8 +230,7 @@ absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const Serve
 absl::StatusOr<std::unique_ptr<DnsServer>> StartDns(const ServerOptions& options, MasterCore* core) {
   const std::string domain = options.core.dns_domain;
   auto server = DnsServer::Start(DnsServerOptions{.address = options.dns}, [core, domain](const dns::Question& q) {
-    return core->committer().Read(
-        [&](const cell::CellState& s) { return AnswerDns(s, q, domain, s.revision()); });
+    return core->committer().Read([&](const cell::CellState& s) { return AnswerDns(s, q, domain, s.revision()); });
   });
   if (!server.ok()) return server.status();
   HERD_LOG_INFO("DNS for {}.{} on {} (UDP and TCP, no TLS: names only)", options.core.cell_name, domain,
@@ -270,8 +254,7 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
   api.service = std::make_unique<HerdService>(core, api.limiter.get(), forwarder);
   api.service->SetStreamLimits(api.streams.get());
   api.frameworks_service = std::make_unique<FrameworksService>(
-      [service = api.service.get()](const grpc::ServerContext* ctx) { return service->Admit(ctx); },
-      api.streams.get());
+      [service = api.service.get()](const grpc::ServerContext* ctx) { return service->Admit(ctx); }, api.streams.get());
   api.service->SetReadBarrier(std::move(read_barrier));
   api.service->SetHistory(history->db.get());
   api.service->SetAlerts(alerts);
@@ -300,7 +283,7 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
     api.service->SetHttp(api.metrics->address());
   }
   auto server = rpc::StartServer(options.listen, {api.service.get(), api.frameworks_service.get()},
-                                  *options.core.credential, &api.bound);
+                                 *options.core.credential, &api.bound);
   if (!server.ok()) {
     api.Stop();
     return server.status();
@@ -314,43 +297,107 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
   return api;
 }
 
-void SetFatalHandler(MasterCore* core) {
-  core->SetFatalHandler([](const absl::Status& st) {
-    HERD_LOG_ERROR("store failure, exiting so that recovery can rebuild from disk: {}", st.ToString());
-    std::_Exit(3);
-  });
-}
-
 void LogStats(MasterCore* core) {
   if (auto* loop = core->scheduler()) {
     auto s = loop->stats();
-    HERD_LOG_INFO("scheduler stats: passes {}, proposed {}, accepted {}, rejected {}", s.passes, s.proposed,
-                  s.accepted, s.rejected);
+    HERD_LOG_INFO("scheduler stats: passes {}, proposed {}, accepted {}, rejected {}", s.passes, s.proposed, s.accepted,
+                  s.rejected);
   }
 }
+
+// Every part of one master process in its MasterLifecycle (docs/design.md
+// §11): the history recorder and the API on every replica; on the leader,
+// the core's parts and then the alert evaluator and the Framework API's
+// offers. The single master and the replica differ only in how the core
+// comes to lead (at once, or after winning the lease).
+class MasterProcess {
+ public:
+  struct Serving {
+    store::LogStore* store = nullptr;  // the history recorder reads past revisions here
+    std::string store_name;
+    Forwarder* forwarder = nullptr;      // a replica's: changes go to the leader
+    std::function<void()> read_barrier;  // a replica's: reads as of the log's head
+  };
+
+  MasterProcess(const ServerOptions& options, MasterCore* core, History* history, alerts::AlertManager* alerts,
+                Serving serving)
+      : options_(options), core_(core), life_(core) {
+    core->SetFatalHandler([](const absl::Status& st) {
+      HERD_LOG_ERROR("store failure, exiting so that recovery can rebuild from disk: {}", st.ToString());
+      std::_Exit(3);
+    });
+    if (history->recorder != nullptr) {
+      history::Recorder* r = history->recorder.get();
+      life_.AddPart({"history",
+                     [r, core, store = serving.store] {
+                       r->Start(&core->committer(), store);
+                       return absl::OkStatus();
+                     },
+                     [r] { r->Stop(); }, nullptr});
+    }
+    life_.AddPart({"api",
+                   [this, history, alerts, serving] {
+                     absl::StatusOr<Api> api = StartApi(options_, core_, history, alerts, serving.forwarder,
+                                                        serving.store_name, serving.read_barrier);
+                     if (!api.ok()) return api.status();
+                     api_ = std::move(*api);
+                     return absl::OkStatus();
+                   },
+                   [this] { api_.Stop(); }, nullptr});
+    // The leader evaluates the alarms and offers to the frameworks.
+    life_.AddLeaderPart({"alerts",
+                         [alerts, core] {
+                           alerts->Start(&core->committer());
+                           return absl::OkStatus();
+                         },
+                         [alerts] { alerts->Stop(); }, nullptr});
+    life_.AddLeaderPart({"frameworks",
+                         [this] {
+                           api_.StartFrameworks(core_);
+                           return absl::OkStatus();
+                         },
+                         [this] { api_.frameworks->Stop(); }, nullptr});
+  }
+  ~MasterProcess() { Stop(); }
+
+  MasterLifecycle& life() { return life_; }
+  const std::string& bound() const { return api_.bound; }
+
+  absl::Status Promote(store::LogStore* writer = nullptr, AgentLink* link = nullptr) {
+    HERD_RETURN_IF_ERROR(life_.Promote(writer, link));
+    HERD_LOG_INFO("leader-only parts running: {}", absl::StrJoin(life_.LeaderPartNames(), ", "));
+    return absl::OkStatus();
+  }
+
+  void Stop() {
+    if (life_.phase() == MasterLifecycle::Phase::kStopped) return;
+    HERD_LOG_INFO("master stopping");
+    life_.Stop();
+    LogStats(core_);
+  }
+
+ private:
+  const ServerOptions& options_;
+  MasterCore* const core_;
+  Api api_;  // before life_: the parts' stops use it
+  MasterLifecycle life_;
+};
 
 // One master on SQLite: serves `core` until a stop signal.
 int Serve(const ServerOptions& options, MasterCore* core, History* history, alerts::AlertManager* alerts,
           store::LogStore* store, const std::string& store_name, double recover_ms) {
-  SetFatalHandler(core);
-  auto recording = history->Start(core, store);
-  absl::StatusOr<Api> api = StartApi(options, core, history, alerts, nullptr, store_name);
-  if (!api.ok()) {
-    HERD_LOG_ERROR("{}", api.status().message());
+  MasterProcess master(options, core, history, alerts, {.store = store, .store_name = store_name});
+  absl::Status st = master.life().Start();
+  if (st.ok()) st = master.Promote();
+  if (!st.ok()) {
+    HERD_LOG_ERROR("{}", st.message());
     return 1;
   }
-  core->Start();
-  alerts->Start(&core->committer());
-  api->StartFrameworks(core);
   HERD_LOG_INFO("master of cell '{}' listening on {} (store {}, recovered in {:.1f} ms, scheduler {})",
-                options.core.cell_name, api->bound, store_name, recover_ms,
+                options.core.cell_name, master.bound(), store_name, recover_ms,
                 options.core.run_scheduler ? "internal" : "external: placements come from 'herd scheduler'");
   WaitForStopSignal();
-  HERD_LOG_INFO("master stopping");
-  api->Stop();
-  core->Stop();
-  alerts->Stop();
-  LogStats(core);
+  master.Stop();
   return 0;
 }
 
@@ -383,25 +430,25 @@ absl::Status FollowTo(store::LogStore& reader, MasterCore& core, int64_t revisio
   return absl::OkStatus();
 }
 
-// A replica on etcd: follow the log (state kept hot) while campaigning for
-// the leader lease; once leader, take over from the hot state and serve.
-// Losing the lease ends the process (exit 4): it must stop writing and stop
-// commanding agents at once, and a restart makes it a follower again.
-int RunReplica(ServerOptions options, History* history, alerts::AlertManager* alerts) {
+// The etcd a replica keeps the cell in (--store etcd://..., and
+// --etcd-credentials for TLS). INVALID_ARGUMENT for a bad setting (exit 2).
+struct Etcd {
+  std::unique_ptr<store::etcd::Client> client;
+  store::etcd::StoreOptions store;
+  std::string name;  // for logs: etcd://ENDPOINTS/PREFIX (TLS|plaintext)
+};
+
+absl::StatusOr<Etcd> ConnectEtcd(const ServerOptions& options) {
   absl::StatusOr<store::etcd::EtcdUrl> url = store::etcd::ParseEtcdUrl(options.store);
-  if (!url.ok()) {
-    HERD_LOG_ERROR("--store: {}", url.status().message());
-    return 2;
-  }
+  if (!url.ok()) return absl::InvalidArgumentError(absl::StrCat("--store: ", url.status().message()));
   if (absl::EndsWith(options.listen, ":0")) {
-    HERD_LOG_ERROR("--listen {}: a replicated master needs a fixed port (followers and clients find the leader "
-                   "by it)",
-                   options.listen);
-    return 2;
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listen ", options.listen,
+                     ": a replicated master needs a fixed port (followers and clients find the leader by it)"));
   }
-  store::etcd::StoreOptions so;
-  so.prefix = url->prefix.empty() ? absl::StrCat("/herd/", options.core.cell_name, "/") : url->prefix;
-  if (so.prefix.back() != '/') so.prefix += '/';
+  Etcd etcd;
+  etcd.store.prefix = url->prefix.empty() ? absl::StrCat("/herd/", options.core.cell_name, "/") : url->prefix;
+  if (etcd.store.prefix.back() != '/') etcd.store.prefix += '/';
   store::etcd::ClientOptions co;
   co.endpoints = url->endpoints;
   if (options.etcd_credentials.empty()) {
@@ -410,23 +457,18 @@ int RunReplica(ServerOptions options, History* history, alerts::AlertManager* al
     for (const std::string& ep : url->endpoints) {
       const std::string host = ep.substr(0, ep.rfind(':'));
       if (host != "127.0.0.1" && host != "localhost" && host != "[::1]") {
-        HERD_LOG_ERROR("--store {}: etcd at {} is not on loopback; give --etcd-credentials (TLS) to reach it",
-                       options.store, ep);
-        return 2;
+        return absl::InvalidArgumentError(
+            absl::StrCat("--store ", options.store, ": etcd at ", ep,
+                         " is not on loopback; give --etcd-credentials (TLS) to reach it"));
       }
     }
-  }
-  if (!options.etcd_credentials.empty()) {
+  } else {
     absl::StatusOr<pki::Credential> c = pki::LoadCredential(options.etcd_credentials);
-    if (!c.ok()) {
-      HERD_LOG_ERROR("--etcd-credentials: {}", c.status().message());
-      return 2;
-    }
+    if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat("--etcd-credentials: ", c.status().message()));
     if (c->ca_pem == options.core.credential->ca_pem) {
-      HERD_LOG_ERROR("--etcd-credentials {} is issued by the cell's CA: etcd needs a CA of its own, or every user "
-                     "of the cell could write to it",
-                     options.etcd_credentials);
-      return 2;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--etcd-credentials ", options.etcd_credentials,
+          " is issued by the cell's CA: etcd needs a CA of its own, or every user of the cell could write to it"));
     }
     grpc::SslCredentialsOptions tls;
     tls.pem_root_certs = c->ca_pem;
@@ -434,19 +476,89 @@ int RunReplica(ServerOptions options, History* history, alerts::AlertManager* al
     tls.pem_cert_chain = c->cert_pem;
     co.credentials = grpc::SslCredentials(tls);
   }
-  auto client = store::etcd::Client::Connect(co);
-  if (!client.ok()) {
-    HERD_LOG_ERROR("etcd: {}", client.status().ToString());
-    return 1;
+  absl::StatusOr<std::unique_ptr<store::etcd::Client>> client = store::etcd::Client::Connect(co);
+  if (!client.ok()) return absl::UnavailableError(absl::StrCat("etcd: ", client.status().ToString()));
+  etcd.client = std::move(*client);
+  etcd.name = absl::StrCat("etcd://", absl::StrJoin(url->endpoints, ","), etcd.store.prefix,
+                           co.credentials ? " (TLS)" : " (plaintext)");
+  return etcd;
+}
+
+// A follower's thread: applies what the leader appends to the log as it
+// lands, until Stop() (the replica won the lease, or stops).
+class LogFollower {
+ public:
+  LogFollower(store::etcd::EtcdLogStore* reader, MasterCore* core, std::string cell, std::string store_name)
+      : reader_(reader), core_(core), cell_(std::move(cell)), store_name_(std::move(store_name)), thread_([this] {
+          Run();
+        }) {}
+  ~LogFollower() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
   }
-  const std::string store_name = absl::StrCat("etcd://", absl::StrJoin(url->endpoints, ","), so.prefix,
-                                              co.credentials ? " (TLS)" : " (plaintext)");
+
+ private:
+  void Run() {
+    // Watch the head from where it is now (not from etcd's first revision:
+    // that would walk the whole history), after applying up to it.
+    store::etcd::EtcdLogStore::Head head{core_->committer().revision(), 0};
+    while (!stop_.load()) {
+      auto now = reader_->ReadHead();
+      absl::Status st = now.ok() ? FollowTo(*reader_, *core_, now->revision, cell_) : now.status();
+      if (st.ok()) {
+        head = {core_->committer().revision(), now->etcd_revision};
+        break;
+      }
+      HERD_LOG_WARN("following {}: {}", store_name_, st.ToString());
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    while (!stop_.load()) {
+      auto next = reader_->WaitForAppend(head, absl::Milliseconds(500));
+      if (stop_.load()) return;
+      if (!next.ok()) {
+        HERD_LOG_WARN("following {}: {}", store_name_, next.status().ToString());
+        absl::SleepFor(absl::Milliseconds(200));
+        auto h = reader_->ReadHead();
+        if (h.ok()) head.etcd_revision = h->etcd_revision;
+        continue;
+      }
+      absl::Status st = FollowTo(*reader_, *core_, next->revision, cell_);
+      if (!st.ok()) {
+        HERD_LOG_WARN("following {}: {}", store_name_, st.ToString());
+        continue;
+      }
+      head = {core_->committer().revision(), next->etcd_revision};
+    }
+  }
+
+  store::etcd::EtcdLogStore* const reader_;
+  MasterCore* const core_;
+  const std::string cell_;
+  const std::string store_name_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;  // last: starts once the rest is set
+};
+
+// A replica on etcd: follow the log (state kept hot) while campaigning for
+// the leader lease; once leader, take over from the hot state and serve.
+// Losing the lease ends the process (exit 4): it must stop writing and stop
+// commanding agents at once, and a restart makes it a follower again.
+int RunReplica(ServerOptions options, History* history, alerts::AlertManager* alerts) {
+  absl::StatusOr<Etcd> connected = ConnectEtcd(options);
+  if (!connected.ok()) {
+    HERD_LOG_ERROR("{}", connected.status().message());
+    return connected.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  store::etcd::Client* etcd = connected->client.get();
+  const store::etcd::StoreOptions& so = connected->store;
+  const std::string& store_name = connected->name;
 
   // Follow: recover once, serve reads, and apply what the leader appends as
   // it lands.
   absl::StatusOr<std::unique_ptr<store::etcd::EtcdLogStore>> reader;
   while (true) {
-    reader = store::etcd::EtcdLogStore::OpenReadOnly(client->get(), so);
+    reader = store::etcd::EtcdLogStore::OpenReadOnly(etcd, so);
     if (reader.ok() || StopSignalReceived()) break;
     HERD_LOG_WARN("etcd at {} does not answer yet: {}", store_name, reader.status().ToString());
     if (WaitForStopSignal(1000) != 0) break;
@@ -463,10 +575,7 @@ int RunReplica(ServerOptions options, History* history, alerts::AlertManager* al
     HERD_LOG_ERROR("{}", core.status().ToString());
     return 1;
   }
-  SetFatalHandler(core->get());
-  auto recording = history->Start(core->get(), reader->get());
   const std::string lease_key = so.prefix + "leader";
-  store::etcd::Client* etcd = client->get();
   Forwarder forwarder(
       *options.core.credential, options.listen,
       [etcd, lease_key] { return store::etcd::LeaderLease::Holder(etcd, lease_key); },
@@ -481,56 +590,26 @@ int RunReplica(ServerOptions options, History* history, alerts::AlertManager* al
         return head->revision;
       },
       [&](int64_t revision) { return (*core)->committer().WaitApplied(revision, absl::Seconds(1)); });
-  absl::StatusOr<Api> api =
-      StartApi(options, core->get(), history, alerts, &forwarder, store_name, [&barrier] { (void)barrier.Wait(); });
-  if (!api.ok()) {
-    HERD_LOG_ERROR("{}", api.status().message());
+  MasterProcess master(
+      options, core->get(), history, alerts,
+      {.store = reader->get(), .store_name = store_name, .forwarder = &forwarder, .read_barrier = [&barrier] {
+         (void)barrier.Wait();
+       }});
+  if (absl::Status st = master.life().Start(); !st.ok()) {
+    HERD_LOG_ERROR("{}", st.message());
     return 1;
   }
   HERD_LOG_INFO("following cell '{}' in {} from revision {}; serving reads on {} (changes go to the leader)",
-                options.core.cell_name, store_name, (*core)->committer().revision(), api->bound);
-  std::atomic<bool> won{false};
-  std::thread follower([&] {
-    // Watch the head from where it is now (not from etcd's first revision:
-    // that would walk the whole history), after applying up to it.
-    store::etcd::EtcdLogStore::Head head{(*core)->committer().revision(), 0};
-    while (!won.load()) {
-      auto now = (*reader)->ReadHead();
-      absl::Status st = now.ok() ? FollowTo(**reader, **core, now->revision, options.core.cell_name) : now.status();
-      if (st.ok()) {
-        head = {(*core)->committer().revision(), now->etcd_revision};
-        break;
-      }
-      HERD_LOG_WARN("following {}: {}", store_name, st.ToString());
-      absl::SleepFor(absl::Milliseconds(200));
-    }
-    while (!won.load()) {
-      auto next = (*reader)->WaitForAppend(head, absl::Milliseconds(500));
-      if (won.load()) return;
-      if (!next.ok()) {
-        HERD_LOG_WARN("following {}: {}", store_name, next.status().ToString());
-        absl::SleepFor(absl::Milliseconds(200));
-        auto h = (*reader)->ReadHead();
-        if (h.ok()) head.etcd_revision = h->etcd_revision;
-        continue;
-      }
-      absl::Status st = FollowTo(**reader, **core, next->revision, options.core.cell_name);
-      if (!st.ok()) {
-        HERD_LOG_WARN("following {}: {}", store_name, st.ToString());
-        continue;
-      }
-      head = {(*core)->committer().revision(), next->etcd_revision};
-    }
-  });
+                options.core.cell_name, store_name, (*core)->committer().revision(), master.bound());
+  LogFollower follower(reader->get(), core->get(), options.core.cell_name, store_name);
 
   store::etcd::LeaseOptions lo{lease_key, options.listen, absl::Seconds(options.lease_ttl_s)};
   lo.on_holder = [&forwarder](const std::string& holder) { forwarder.SetLeader(holder); };
   absl::StatusOr<std::unique_ptr<store::etcd::LeaderLease>> lease =
       store::etcd::LeaderLease::Campaign(etcd, std::move(lo), [] { return StopSignalReceived(); });
-  won = true;
-  follower.join();
+  follower.Stop();
   if (!lease.ok()) {
-    api->Stop();
+    master.Stop();
     if (StopSignalReceived()) return 0;
     HERD_LOG_ERROR("campaign for leader: {}", lease.status().ToString());
     return 1;
@@ -549,27 +628,20 @@ int RunReplica(ServerOptions options, History* history, alerts::AlertManager* al
   GrpcAgentLink link(*options.core.credential);
   link.SetMayCommand([l = lease->get()] { return l->held(); });
   // No disk reserve check: the disk is etcd's, which has its own quota.
-  if (absl::Status st = (*core)->Promote(writer->get(), &link); !st.ok()) {
+  if (absl::Status st = master.Promote(writer->get(), &link); !st.ok()) {
     HERD_LOG_ERROR("taking over failed: {}", st.ToString());
     return 1;
   }
-  (*core)->Start();
-  alerts->Start(&(*core)->committer());  // the leader evaluates the alarms
-  api->StartFrameworks(core->get());     // and offers to the frameworks
   forwarder.SetPromoted();  // changes waiting here are served here now
-  const double takeover_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - won_at).count();
+  const double takeover_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - won_at).count();
   HERD_LOG_INFO("won the leader lease; took over in {:.1f} ms (followed for {:.1f} s); leading cell '{}' on {}",
-                takeover_ms, std::chrono::duration<double>(won_at - t0).count(), options.core.cell_name, api->bound);
+                takeover_ms, std::chrono::duration<double>(won_at - t0).count(), options.core.cell_name,
+                master.bound());
   WaitForStopSignal();
-  HERD_LOG_INFO("master stopping");
-  api->Stop();
-  (*core)->Stop();
-  alerts->Stop();
-  LogStats(core->get());
+  master.Stop();
   // Hand over at once rather than after a TTL.
   (*lease)->Resign();
-  recording.reset();
-  core->reset();
   return 0;
 }
 
@@ -623,10 +695,8 @@ int RunMaster(const ServerOptions& o) {
     HERD_LOG_ERROR("recovery failed: {}", core.status().ToString());
     return 1;
   }
-  double recover_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  int rc = Serve(options, core->get(), &*history, alerts->get(), store->get(), absl::StrCat("sqlite:", db),
-                 recover_ms);
+  double recover_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  int rc = Serve(options, core->get(), &*history, alerts->get(), store->get(), absl::StrCat("sqlite:", db), recover_ms);
   core->reset();
   return rc;
 }

@@ -5,10 +5,11 @@
 
 namespace herd::sim {
 
-Driver::Driver(DriverOptions options)
-    : options_(std::move(options)), clock_(options_.start_ms), agents_(&clock_) {}
+Driver::Driver(DriverOptions options) : options_(std::move(options)), clock_(options_.start_ms), agents_(&clock_) {}
 
-Driver::~Driver() = default;
+Driver::~Driver() {
+  if (life_) life_->Stop();
+}
 
 absl::StatusOr<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, const cell::Checkpoint* from) {
   std::unique_ptr<Driver> d(new Driver(std::move(options)));
@@ -29,6 +30,11 @@ absl::StatusOr<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, co
   mo.scheduler_loop.retry_wait_ms = 0;
   mo.committer.snapshot_every = 0;
   HERD_ASSIGN_OR_RETURN(d->master_, master::MasterCore::Create(&d->store_, &d->agents_, &d->clock_, mo));
+  // The master's own lifecycle, stepped on this thread: one Step() is a
+  // scheduler pass, a poll of every machine, a rollout and a batch step.
+  d->life_ = std::make_unique<master::MasterLifecycle>(d->master_.get(), master::MasterLifecycle::Mode::kStepped);
+  HERD_RETURN_IF_ERROR(d->life_->Start());
+  HERD_RETURN_IF_ERROR(d->life_->Promote());
   return d;
 }
 
@@ -37,7 +43,8 @@ absl::Status Driver::AddMachines(const std::vector<v1::Machine>& machines) {
     v1::RegisterMachineRequest req;
     *req.mutable_machine() = m;
     if (req.machine().address().empty()) req.mutable_machine()->set_address(absl::StrCat("sim:", m.name()));
-    HERD_RETURN_IF_ERROR(master_->machines().RegisterMachine(master::Principal::Machine(req.machine().name()), req).status());
+    HERD_RETURN_IF_ERROR(
+        master_->machines().RegisterMachine(master::Principal::Machine(req.machine().name()), req).status());
   }
   return absl::OkStatus();
 }
@@ -58,12 +65,10 @@ absl::Status Driver::Kill(const std::string& job, const std::string& reason) {
 absl::Status Driver::Settle() {
   for (int round = 0; round < options_.max_rounds_per_tick; ++round) {
     int64_t before = revision();
-    HERD_RETURN_IF_ERROR(master_->StepScheduler());
-    master_->PollAllMachines();
-    // Rolling updates move on at the virtual clock, as on a live master.
-    HERD_RETURN_IF_ERROR(master_->StepRollouts().status());
-    // So do dependent jobs and scheduled jobs' runs.
-    HERD_RETURN_IF_ERROR(master_->StepBatch().status());
+    // A scheduler pass, a poll of every machine; rolling updates, dependent
+    // jobs and scheduled jobs' runs move on at the virtual clock, as on a
+    // live master.
+    HERD_RETURN_IF_ERROR(life_->Step());
     if (revision() == before) return absl::OkStatus();
   }
   return absl::OkStatus();

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "base/clock.h"
 #include "cell/checkpoint_codec.h"
+#include "master/core/lifecycle.h"
 #include "master/core/master_core.h"
 #include "sim/core/simulated_agents.h"
 #include "store/log_store.h"
@@ -35,8 +36,7 @@ class Driver {
  public:
   // An empty cell, or (from != nullptr) the cell of a checkpoint: its
   // snapshot plus its whole log, at the time of its last mutation.
-  static absl::StatusOr<std::unique_ptr<Driver>> Create(DriverOptions options,
-                                                        const cell::Checkpoint* from = nullptr);
+  static absl::StatusOr<std::unique_ptr<Driver>> Create(DriverOptions options, const cell::Checkpoint* from = nullptr);
   ~Driver();
 
   absl::Status AddMachines(const std::vector<v1::Machine>& machines);
@@ -63,6 +63,7 @@ class Driver {
   store::MemoryLogStore store_;
   SimulatedAgents agents_;
   std::unique_ptr<master::MasterCore> master_;
+  std::unique_ptr<master::MasterLifecycle> life_;  // stepped; before master_ goes
 };
 
 }  // namespace herd::sim
