@@ -128,13 +128,14 @@ TEST(ProbeHttpTest, StatusBelow400IsHealthy) {
     EXPECT_EQ(r.healthy, c.healthy) << c.response << " -> " << r.message;
     EXPECT_TRUE(absl::StartsWith(r.message, absl::StrCat(c.message))) << r.message;
     l.server.join();
-    EXPECT_TRUE(absl::StartsWith(l.last_request, "GET /healthz HTTP/1.0\r\n")) << l.last_request;
+    EXPECT_TRUE(absl::StartsWith(l.last_request, "GET /healthz HTTP/1.1\r\n")) << l.last_request;
+    EXPECT_TRUE(absl::StrContains(l.last_request, "User-Agent: herd-health\r\n")) << l.last_request;
   }
   Listener l;
   l.Answer("HTTP/1.0 200 OK\r\n\r\n");
   ProbeResult r = ProbeHttp(l.port, "", 2000);
   l.server.join();
-  EXPECT_TRUE(absl::StartsWith(l.last_request, "GET / HTTP/1.0\r\n")) << "empty path means /";
+  EXPECT_TRUE(absl::StartsWith(l.last_request, "GET / HTTP/1.1\r\n")) << "empty path means /";
   r = ProbeHttp(UnusedPort(), "/", 1000);
   EXPECT_FALSE(r.healthy);
   EXPECT_TRUE(absl::EndsWith(r.message, "Connection refused")) << r.message;
