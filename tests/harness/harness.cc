@@ -633,6 +633,36 @@ std::map<int, int64_t> Cell::WaitRunning(const std::string& job, int n, Ms timeo
   return pids;
 }
 
+v1::ListTasksResponse Cell::WaitTasks(const std::string& job,
+                                     const std::function<bool(const v1::ListTasksResponse&)>& pred,
+                                     const std::string& what, Ms timeout) const {
+  v1::ListTasksResponse last;
+  bool ok = Eventually(
+      [&] {
+        auto t = Tasks(job);
+        if (!t.ok()) return false;
+        last = *t;
+        return pred(last);
+      },
+      timeout);
+  EXPECT_TRUE(ok) << job << ": never " << what << ": " << Summarize(last) << "\n" << LogTails();
+  return last;
+}
+
+v1::ListTasksResponse Cell::WaitActive(const std::string& job, int n, Ms timeout) const {
+  return WaitTasks(
+      job, [n](const v1::ListTasksResponse& r) { return AllActive(r, n); }, absl::StrCat("all ", n, " active"),
+      timeout);
+}
+
+bool AllActive(const v1::ListTasksResponse& r, int n) {
+  int active = 0;
+  for (const auto& t : r.tasks()) {
+    active += t.state() == v1::Task::RUNNING && t.phase() == v1::Task::ACTIVE && t.pid() > 0;
+  }
+  return r.tasks_size() == n && active == n;
+}
+
 int Cell::LeaderIndex() const {
   for (size_t i = 0; i < replicas_.size(); ++i) {
     Child* c = replicas_[i].child.get();

@@ -236,6 +236,14 @@ class Cell {
   // Waits until all `n` tasks of `job` are RUNNING and active; their pids by
   // index (fails the test, naming the tasks, if they are not within timeout).
   std::map<int, int64_t> WaitRunning(const std::string& job, int n, Ms timeout = 120s) const;
+  // The tasks of `job` once `pred` holds for them; if it never does within
+  // `timeout`, the last seen, with a test failure naming `what` and the
+  // cell's log tails.
+  v1::ListTasksResponse WaitTasks(const std::string& job, const std::function<bool(const v1::ListTasksResponse&)>& pred,
+                                  const std::string& what, Ms timeout = 60s) const;
+  // WaitTasks until `job` has exactly `n` tasks, all RUNNING with a process
+  // (phase ACTIVE and a pid).
+  v1::ListTasksResponse WaitActive(const std::string& job, int n, Ms timeout = 60s) const;
   Child* master() { return master_.get(); }
   const std::string& master_address() const { return master_address_; }
 
@@ -338,6 +346,8 @@ class Cell {
 
 // Task helpers over a ListTasksResponse.
 int CountTasks(const v1::ListTasksResponse& r, v1::Task::State state, v1::Task::Phase phase = v1::Task::PHASE_UNSPECIFIED);
+// Exactly `n` tasks, each RUNNING with a process (phase ACTIVE and a pid).
+bool AllActive(const v1::ListTasksResponse& r, int n);
 // "0:RUNNING/ACTIVE@m1#1 pid 123; 1:..." for assertion messages.
 std::string Summarize(const v1::ListTasksResponse& r);
 

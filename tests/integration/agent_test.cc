@@ -32,28 +32,6 @@ class AgentTest : public ::testing::Test {
     RunResult r = cell_.Herd({"submit", cell_.WriteSpec(name + ".yaml", spec)});
     ASSERT_EQ(r.exit_code, 0) << r.Describe();
   }
-  // The tasks of `job` once `pred` holds for them (or the last seen, with a
-  // test failure).
-  template <typename Pred>
-  v1::ListTasksResponse WaitTasks(const std::string& job, Pred pred, const std::string& what,
-                                  harness::Ms timeout = 20s) {
-    v1::ListTasksResponse last;
-    bool ok = Eventually(
-        [&] {
-          auto t = cell_.Tasks(job);
-          if (!t.ok()) return false;
-          last = *t;
-          return pred(last);
-        },
-        timeout);
-    EXPECT_TRUE(ok) << job << ": never " << what << ": " << Summarize(last) << "\n" << cell_.LogTails();
-    return last;
-  }
-  static bool AllActive(const v1::ListTasksResponse& r, int n) {
-    int active = 0;
-    for (const auto& t : r.tasks()) active += t.state() == v1::Task::RUNNING && t.phase() == v1::Task::ACTIVE;
-    return r.tasks_size() == n && active == n;
-  }
   static bool Alive(int64_t pid) { return kill(static_cast<pid_t>(pid), 0) == 0; }
 
   Cell cell_;
@@ -73,7 +51,7 @@ TEST_F(AgentTest, KilledAgentLeavesTasksRunningAndReportsWhatEndedMeanwhile) {
   std::string dir = cell_.dir().Sub("flags");
   std::filesystem::create_directories(dir);
   Submit("waiters", WaitersSpec(dir));
-  v1::ListTasksResponse before = WaitTasks("waiters", [](const auto& r) { return AllActive(r, 3); }, "all active");
+  v1::ListTasksResponse before = cell_.WaitTasks("waiters", [](const auto& r) { return harness::AllActive(r, 3); }, "all active");
   std::map<int, int64_t> pids;
   for (const auto& t : before.tasks()) pids[t.index()] = t.pid();
 
@@ -84,7 +62,7 @@ TEST_F(AgentTest, KilledAgentLeavesTasksRunningAndReportsWhatEndedMeanwhile) {
   ASSERT_TRUE(Eventually([&] { return !Alive(pids[2]); }, 10s)) << "task 2 did not exit";
 
   ASSERT_TRUE(cell_.RestartAgent("m1").ok()) << cell_.LogTails();
-  v1::ListTasksResponse after = WaitTasks(
+  v1::ListTasksResponse after = cell_.WaitTasks(
       "waiters", [](const auto& r) { return r.tasks(2).state() == v1::Task::DEAD; }, "task 2 reported dead");
   EXPECT_EQ(after.tasks(2).exit_code(), 4) << Summarize(after);
   EXPECT_TRUE(absl::StrContains(after.tasks(2).last_event().reason(), "exited with code 4"))
@@ -99,7 +77,7 @@ TEST_F(AgentTest, KilledAgentLeavesTasksRunningAndReportsWhatEndedMeanwhile) {
 
   // A task adopted by the new agent: its later exit is reported with its code.
   std::ofstream(dir + "/exit1").put('\n');
-  after = WaitTasks(
+  after = cell_.WaitTasks(
       "waiters", [](const auto& r) { return r.tasks(1).state() == v1::Task::DEAD; }, "task 1 reported dead");
   EXPECT_EQ(after.tasks(1).exit_code(), 3) << Summarize(after);
   EXPECT_EQ(after.tasks(0).pid(), pids[0]);
@@ -110,7 +88,7 @@ TEST_F(AgentTest, InPlaceUpgradeRestartsNoTask) {
   std::string dir = cell_.dir().Sub("flags");
   std::filesystem::create_directories(dir);
   Submit("waiters", WaitersSpec(dir));
-  v1::ListTasksResponse before = WaitTasks("waiters", [](const auto& r) { return AllActive(r, 3); }, "all active");
+  v1::ListTasksResponse before = cell_.WaitTasks("waiters", [](const auto& r) { return harness::AllActive(r, 3); }, "all active");
 
   // The "new release": a copy of herd and herd-shim in another directory.
   std::string bin = cell_.dir().Sub("new-release");
@@ -125,14 +103,14 @@ TEST_F(AgentTest, InPlaceUpgradeRestartsNoTask) {
   ASSERT_TRUE(absl::StrContains(harness::ReadFileOrEmpty(cell_.agent("m1")->log_path()), "listening"));
 
   Submit("after", "name: after\nuser: alice\ncommand: [/bin/sleep, \"3600\"]\nresources: {cpu: 100m, memory: 32Mi}\n");
-  WaitTasks("after", [](const auto& r) { return AllActive(r, 1); }, "started by the new agent");
-  v1::ListTasksResponse after = WaitTasks("waiters", [](const auto& r) { return AllActive(r, 3); }, "still active");
+  cell_.WaitTasks("after", [](const auto& r) { return harness::AllActive(r, 1); }, "started by the new agent");
+  v1::ListTasksResponse after = cell_.WaitTasks("waiters", [](const auto& r) { return harness::AllActive(r, 3); }, "still active");
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(after.tasks(i).pid(), before.tasks(i).pid()) << "task " << i << " was restarted";
     EXPECT_EQ(after.tasks(i).restarts(), 0);
   }
   std::ofstream(dir + "/exit0").put('\n');
-  after = WaitTasks("waiters", [](const auto& r) { return r.tasks(0).state() == v1::Task::DEAD; }, "task 0 dead");
+  after = cell_.WaitTasks("waiters", [](const auto& r) { return r.tasks(0).state() == v1::Task::DEAD; }, "task 0 dead");
   EXPECT_EQ(after.tasks(0).exit_code(), 2);
 }
 
@@ -141,7 +119,7 @@ TEST_F(AgentTest, CrashLoopMovesTheTaskAndKeepsItOffThatMachine) {
   Submit("crasher",
          "name: crasher\nuser: alice\npriority: production\nrestart: {policy: always, backoff: 50ms, "
          "max_backoff: 100ms}\ncommand: [\"/bin/sh\", \"-c\", \"exit 1\"]\nresources: {cpu: 100m, memory: 32Mi}\n");
-  v1::ListTasksResponse r = WaitTasks(
+  v1::ListTasksResponse r = cell_.WaitTasks(
       "crasher",
       [](const auto& r) { return r.tasks_size() == 1 && r.tasks(0).avoid_size() >= 1; },
       "moved off a machine for crash-looping", 30s);
@@ -156,7 +134,7 @@ TEST_F(AgentTest, CrashLoopMovesTheTaskAndKeepsItOffThatMachine) {
   // Never placed on an avoided machine again while it is avoided: it moves
   // to the other machine, crash-loops there too, and then, with both
   // machines avoided, stays pending, and `herd why` says why.
-  r = WaitTasks(
+  r = cell_.WaitTasks(
       "crasher",
       [](const auto& r) {
         return r.tasks_size() == 1 && r.tasks(0).avoid_size() >= 2 && r.tasks(0).state() == v1::Task::PENDING;
@@ -184,8 +162,8 @@ TEST_F(AgentTest, PortsHealthAndExecEndToEnd) {
          "resources: {cpu: 100m, memory: 32Mi, ports: [http]}\n"
          "health_check: {command: [/bin/sh, -c, \"test -e healthy\"], interval: 200ms, timeout: 150ms, "
          "failure_threshold: 2}\n");
-  v1::ListTasksResponse r = WaitTasks(
-      "web", [](const auto& r) { return AllActive(r, 1) && r.tasks(0).health() == "healthy"; }, "healthy");
+  v1::ListTasksResponse r = cell_.WaitTasks(
+      "web", [](const auto& r) { return harness::AllActive(r, 1) && r.tasks(0).health() == "healthy"; }, "healthy");
   ASSERT_EQ(r.tasks_size(), 1);
   ASSERT_TRUE(r.tasks(0).ports().contains("http")) << Summarize(r);
   int port = r.tasks(0).ports().at("http");
@@ -199,14 +177,14 @@ TEST_F(AgentTest, PortsHealthAndExecEndToEnd) {
   RunResult ex = cell_.Herd({"exec", "web/0", "--", "/bin/sh", "-c", "rm healthy && echo removed"});
   ASSERT_EQ(ex.exit_code, 0) << ex.Describe();
   EXPECT_TRUE(absl::StrContains(ex.out, "removed"));
-  r = WaitTasks("web", [](const auto& r) { return r.tasks_size() == 1 && r.tasks(0).restarts() >= 1; },
+  r = cell_.WaitTasks("web", [](const auto& r) { return r.tasks_size() == 1 && r.tasks(0).restarts() >= 1; },
                 "restarted for being unhealthy");
   bool said = false;
   for (const auto& e : r.tasks(0).history()) said |= absl::StrContains(e.reason(), "unhealthy");
   said |= absl::StrContains(r.tasks(0).message(), "unhealthy");
   EXPECT_TRUE(said) << Summarize(r) << " message: " << r.tasks(0).message();
   // The restarted attempt touched the file again: healthy, same port.
-  r = WaitTasks("web", [](const auto& r) { return AllActive(r, 1) && r.tasks(0).health() == "healthy"; },
+  r = cell_.WaitTasks("web", [](const auto& r) { return harness::AllActive(r, 1) && r.tasks(0).health() == "healthy"; },
                 "healthy again");
   EXPECT_EQ(r.tasks(0).ports().at("http"), port);
 }

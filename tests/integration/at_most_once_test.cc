@@ -101,22 +101,6 @@ class AtMostOnceTest : public ::testing::Test {
     RunResult r = cell_.Herd({"submit", cell_.WriteSpec(name + ".yaml", spec)});
     ASSERT_EQ(r.exit_code, 0) << r.Describe();
   }
-  // The tasks of `job` once `pred` holds (or the last seen, with a failure).
-  template <typename Pred>
-  v1::ListTasksResponse WaitTasks(const std::string& job, Pred pred, const std::string& what,
-                                  harness::Ms timeout = 60s) {
-    v1::ListTasksResponse last;
-    bool ok = Eventually(
-        [&] {
-          auto t = cell_.Tasks(job);
-          if (!t.ok()) return false;
-          last = *t;
-          return pred(last);
-        },
-        timeout);
-    EXPECT_TRUE(ok) << job << ": never " << what << ": " << Summarize(last) << "\n" << cell_.LogTails();
-    return last;
-  }
 
   Cell cell_;
 };
@@ -133,8 +117,8 @@ TEST_F(AtMostOnceTest, TasksOfALostMachineStopBeforeTheirReplacementsStartAndOth
          "name: plain\nuser: alice\npriority: production\ntasks: 2\ndifferent_machines: true\ngrace_period: 1s\n"
          "command: [/bin/sleep, \"3600\"]\nresources: {cpu: 100m, memory: 32Mi}\n");
   v1::ListTasksResponse once =
-      WaitTasks("once", [](const auto& r) { return Active(TaskAt(r, 0)); }, "active");
-  v1::ListTasksResponse plain = WaitTasks(
+      cell_.WaitTasks("once", [](const auto& r) { return Active(TaskAt(r, 0)); }, "active");
+  v1::ListTasksResponse plain = cell_.WaitTasks(
       "plain", [](const auto& r) { return Active(TaskAt(r, 0)) && Active(TaskAt(r, 1)); }, "all active");
   ASSERT_TRUE(Active(TaskAt(once, 0)));
   const v1::Task old_once = *TaskAt(once, 0);
@@ -169,7 +153,7 @@ TEST_F(AtMostOnceTest, TasksOfALostMachineStopBeforeTheirReplacementsStartAndOth
 
   // (b) Its replacement runs on the other machine, started only after the
   // old process was gone.
-  once = WaitTasks(
+  once = cell_.WaitTasks(
       "once",
       [&](const auto& r) {
         const v1::Task* t = TaskAt(r, 0);
@@ -206,10 +190,10 @@ TEST_F(AtMostOnceTest, TasksOfALostMachineStopBeforeTheirReplacementsStartAndOth
   ASSERT_TRUE(cell_.RestartAgent(lost).ok()) << cell_.LogTails();
   ASSERT_TRUE(Eventually([&] { return plain_watch.ended_ms() > 0; }, 60s))
       << "the stale copy of the ordinary task was never killed\n" << cell_.LogTails();
-  plain = WaitTasks(
+  plain = cell_.WaitTasks(
       "plain", [](const auto& r) { return Active(TaskAt(r, 0)) && Active(TaskAt(r, 1)); }, "all active again");
   for (const auto& t : plain.tasks()) EXPECT_NE(t.pid(), old_plain.pid()) << Summarize(plain);
-  once = WaitTasks("once", [](const auto& r) { return Active(TaskAt(r, 0)); }, "still active");
+  once = cell_.WaitTasks("once", [](const auto& r) { return Active(TaskAt(r, 0)); }, "still active");
   EXPECT_EQ(TaskAt(once, 0)->pid(), now_once->pid()) << Summarize(once);
   // No process of the old at-most-once run came back on the lost machine.
   for (const harness::ProcInfo& p : harness::ProcessesUnder(cell_.AgentRoot(lost))) {

@@ -54,25 +54,6 @@ class CellTest : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.Describe();
   }
 
-  // Waits until `job` has `n` tasks RUNNING with processes (phase ACTIVE and
-  // a pid) and returns them.
-  v1::ListTasksResponse WaitActive(const std::string& job, int n, harness::Ms timeout = 15s) {
-    v1::ListTasksResponse last;
-    bool ok = Eventually(
-        [&] {
-          auto t = cell_.Tasks(job);
-          if (!t.ok()) return false;
-          last = *t;
-          int active = 0;
-          for (const auto& task : t->tasks()) {
-            active += task.state() == v1::Task::RUNNING && task.phase() == v1::Task::ACTIVE && task.pid() > 0;
-          }
-          return t->tasks_size() == n && active == n;
-        },
-        timeout);
-    EXPECT_TRUE(ok) << job << " never had " << n << " active tasks: " << Summarize(last);
-    return last;
-  }
 
   // The process behind a task's reported pid; it must be the task's own
   // process, started by the agent of the task's machine.
@@ -113,7 +94,7 @@ std::map<std::string, int> PerMachine(const v1::ListTasksResponse& r) {
 
 TEST_F(CellTest, JobRunsAllTasksAsRealProcessesSpreadOverMachinesThatFit) {
   ASSERT_NO_FATAL_FAILURE(Submit("web", ServiceSpec("web", 6)));
-  v1::ListTasksResponse tasks = WaitActive("web", 6);
+  v1::ListTasksResponse tasks = cell_.WaitActive("web", 6);
   ASSERT_EQ(CountTasks(tasks, v1::Task::RUNNING, v1::Task::ACTIVE), 6);
 
   // Placement: only machines of the cell, none over capacity (6 x 500m does
@@ -146,7 +127,7 @@ TEST_F(CellTest, JobRunsAllTasksAsRealProcessesSpreadOverMachinesThatFit) {
 
 TEST_F(CellTest, LostMachineTasksAreRescheduledAndItsDuplicatesKilledWhenItReturns) {
   ASSERT_NO_FATAL_FAILURE(Submit("web", ServiceSpec("web", 6)));
-  v1::ListTasksResponse before = WaitActive("web", 6);
+  v1::ListTasksResponse before = cell_.WaitActive("web", 6);
   ASSERT_FALSE(HasFailure());
 
   // The victim: the machine holding the most tasks.
@@ -255,7 +236,7 @@ TEST_F(CellTest, LostMachineTasksAreRescheduledAndItsDuplicatesKilledWhenItRetur
 
 TEST_F(CellTest, MasterKilledWhileSubmissionsStreamInKeepsAcknowledgedJobsAndRunningTasks) {
   ASSERT_NO_FATAL_FAILURE(Submit("web", ServiceSpec("web", 6)));
-  WaitActive("web", 6);
+  cell_.WaitActive("web", 6);
   ASSERT_FALSE(HasFailure());
 
   // A client submitting small jobs one by one, recording which the master
@@ -297,8 +278,8 @@ TEST_F(CellTest, MasterKilledWhileSubmissionsStreamInKeepsAcknowledgedJobsAndRun
   } joiner{stop, client};
 
   ASSERT_TRUE(Eventually([&] { return count(true) >= 10; }, 20s)) << "the client got no acknowledgements";
-  v1::ListTasksResponse web = WaitActive("web", 6);
-  v1::ListTasksResponse s0 = WaitActive("s0", 1);
+  v1::ListTasksResponse web = cell_.WaitActive("web", 6);
+  v1::ListTasksResponse s0 = cell_.WaitActive("s0", 1);
   std::vector<ProcInfo> procs;
   for (const auto& r : {web, s0}) {
     for (const auto& t : r.tasks()) procs.push_back(TaskProcess(t));
@@ -384,8 +365,8 @@ TEST_F(CellTest, KilledJobHasEveryTaskDeadAndItsProcessesGoneWithinTheGracePerio
       "stubborn", "name: stubborn\nuser: alice\npriority: production\ntasks: 2\n"
                   "command: [\"/bin/sh\", \"-c\", \"trap '' TERM; sleep 3600; echo survived\"]\n"
                   "resources: {cpu: 100m, memory: 16Mi}\ngrace_period: 1s\n"));
-  v1::ListTasksResponse web = WaitActive("web", 4);
-  v1::ListTasksResponse stubborn = WaitActive("stubborn", 2);
+  v1::ListTasksResponse web = cell_.WaitActive("web", 4);
+  v1::ListTasksResponse stubborn = cell_.WaitActive("stubborn", 2);
   ASSERT_FALSE(HasFailure());
 
   for (const auto& [job, tasks, grace] :
@@ -507,7 +488,7 @@ TEST_F(CellTest, TaskExitingZeroFinishesAndExitingThreeFails) {
 
 TEST_F(CellTest, LogsPrintTheTasksStdoutAndStderr) {
   ASSERT_NO_FATAL_FAILURE(Submit("web", ServiceSpec("web", 3)));
-  WaitActive("web", 3);
+  cell_.WaitActive("web", 3);
   for (int i = 0; i < 3; ++i) {
     std::string task = absl::StrCat("web/", i);
     RunResult out, err;

@@ -55,7 +55,7 @@ class ExternalSchedulerTest : public ::testing::Test {
     auto t = cell_.Tasks(job);
     if (!t.ok()) return false;
     *last = *t;
-    return t->tasks_size() == n && CountTasks(*t, v1::Task::RUNNING, v1::Task::ACTIVE) == n;
+    return harness::AllActive(*t, n);
   }
 
   // Waits until the scheduler's log says it has loaded its replica `times`
