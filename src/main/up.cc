@@ -34,12 +34,12 @@
 #include "base/ids.h"
 #include "base/ports.h"
 #include "base/resources.h"
-#include "base/status.h"
-#include "cli/client.h"
-#include "pki/pki.h"
 #include "base/signals.h"
+#include "base/status.h"
 #include "base/units.h"
+#include "cli/client.h"
 #include "herd/v1/api.grpc.pb.h"
+#include "pki/pki.h"
 #include "rpc/rpc.h"
 #include "store/etcd/etcd_tls.h"
 
@@ -48,8 +48,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using herd::Fd;
 using agent::ProcessId;
+using herd::Fd;
 
 // ---- What a cell keeps in its data directory ------------------------------
 //
@@ -84,12 +84,12 @@ class CellLock {
     Fd fd(open(LockPath(data).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
     if (!fd.valid()) return absl::InternalError(absl::StrCat("cannot open ", LockPath(data), ": ", strerror(errno)));
     if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat("a cell is already running from ", data, " (pid ",
-                                                        Holder(data), "); stop it with 'herd down --data ", data,
-                                                        "'"));
+      return absl::FailedPreconditionError(absl::StrCat("a cell is already running from ", data, " (pid ", Holder(data),
+                                                        "); stop it with 'herd down --data ", data, "'"));
     }
     const std::string pid = absl::StrCat(getpid(), "\n");
-    if (ftruncate(fd.get(), 0) != 0 || pwrite(fd.get(), pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    if (ftruncate(fd.get(), 0) != 0 ||
+        pwrite(fd.get(), pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
       return absl::InternalError(absl::StrCat("cannot write ", LockPath(data), ": ", strerror(errno)));
     }
     return CellLock(std::move(fd));
@@ -313,10 +313,20 @@ absl::Status EnsurePki(const UpOptions& o, const std::string& data) {
 Child StartMaster(const UpOptions& o, const std::string& data, const std::string& exe) {
   std::remove(MasterAddrFile(data).c_str());  // a previous master's
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
-  std::vector<std::string> args = {exe,      "master",   "--data",          (fs::path(data) / "master").string(),
-                                   "--listen", o.listen,   "--cell",          o.cell,
-                                   "--poll-interval", o.poll_interval, "--ca", PkiDir(data),
-                                   "--http",   absl::StrCat(host, ":0")};
+  std::vector<std::string> args = {exe,
+                                   "master",
+                                   "--data",
+                                   (fs::path(data) / "master").string(),
+                                   "--listen",
+                                   o.listen,
+                                   "--cell",
+                                   o.cell,
+                                   "--poll-interval",
+                                   o.poll_interval,
+                                   "--ca",
+                                   PkiDir(data),
+                                   "--http",
+                                   absl::StrCat(host, ":0")};
   if (!o.dns.empty()) {
     args.push_back("--dns");
     args.push_back(o.dns);
@@ -383,8 +393,8 @@ std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, cons
                                      // One host: one uid per user whichever agent runs the task.
                                      "--task-uid-file", (fs::path(data) / "task-uids").string(),
                                      // Agents on one machine share its ports: give each its own range.
-                                     "--ports", absl::StrCat(20000 + 1000 * i, "-", 20999 + 1000 * i),
-                                     "--http", absl::StrCat(host, ":0"), "--stop-tasks-on-exit",
+                                     "--ports", absl::StrCat(20000 + 1000 * i, "-", 20999 + 1000 * i), "--http",
+                                     absl::StrCat(host, ":0"), "--stop-tasks-on-exit",
                                      // Agents sharing the host's CPUs would each
                                      // pin tasks to "free" cores the others use.
                                      absl::StrCat("--cpu-pinning=", o.agents == 1 ? "true" : "false")};
@@ -396,8 +406,8 @@ std::vector<Child> StartAgents(const UpOptions& o, const std::string& data, cons
 
 // Waits until the master answers and `agents` machines are UP; *ready gets
 // the cell as the master then describes it (its DNS and HTTPS endpoints).
-bool WaitReady(const std::string& data, const std::string& master, int agents, int64_t timeout_ms,
-               std::string* why, v1::CellInfo* ready) {
+bool WaitReady(const std::string& data, const std::string& master, int agents, int64_t timeout_ms, std::string* why,
+               v1::CellInfo* ready) {
   absl::StatusOr<pki::Credential> admin = pki::LoadCredential(AdminCredentials(data));
   if (!admin.ok()) {
     *why = std::string(admin.status().message());
@@ -423,16 +433,17 @@ bool WaitReady(const std::string& data, const std::string& master, int agents, i
 
 std::string Greeting(const UpOptions& o, const std::string& data, const std::string& master, const Slice& slice,
                      const std::string& ha_text, const v1::CellInfo& info) {
-  std::string text = absl::StrCat("Herd cell '", o.cell, "' is up (pid ", getpid(), ").\n", o.ha ? "  masters " : "  master  ",
-                                  master, "   data: ", data, "   logs: ", data, "/logs\n", ha_text, "  agents  ");
+  std::string text =
+      absl::StrCat("Herd cell '", o.cell, "' is up (pid ", getpid(), ").\n", o.ha ? "  masters " : "  master  ", master,
+                   "   data: ", data, "   logs: ", data, "/logs\n", ha_text, "  agents  ");
   for (int i = 0; i < o.agents; ++i) absl::StrAppend(&text, i ? ", " : "", "m", i, " (rack r", i / 2, ")");
-  absl::StrAppend(&text, "; each with cpu ", FormatCpu(slice.cpu_millis), ", memory ",
-                  FormatBytes(slice.memory_bytes), "\n");
+  absl::StrAppend(&text, "; each with cpu ", FormatCpu(slice.cpu_millis), ", memory ", FormatBytes(slice.memory_bytes),
+                  "\n");
   if (!info.dns().empty()) {
     const std::string& dns = info.dns();
     const std::string port = dns.substr(dns.rfind(':') + 1);
-    absl::StrAppend(&text, "  dns     ", dns, " (UDP and TCP; try: dig @", dns.substr(0, dns.rfind(':')), " -p ",
-                    port, " hello.alice.", o.cell, ".herd, once examples/hello.yaml runs)\n");
+    absl::StrAppend(&text, "  dns     ", dns, " (UDP and TCP; try: dig @", dns.substr(0, dns.rfind(':')), " -p ", port,
+                    " hello.alice.", o.cell, ".herd, once examples/hello.yaml runs)\n");
   }
   if (!info.http().empty()) {
     absl::StrAppend(&text, "  ui      https://", info.http(),
@@ -440,14 +451,15 @@ std::string Greeting(const UpOptions& o, const std::string& data, const std::str
     absl::StrAppend(&text, "  metrics https://", info.http(),
                     "/metrics (and each agent's: herd machines --json, field http; docs/monitoring.md)\n");
   }
-  absl::StrAppend(&text, "Try:\n  herd submit examples/hello.yaml\n  herd jobs\n  herd status hello\n"
-                         "  herd logs hello/0\n  herd machines\n");
+  absl::StrAppend(&text,
+                  "Try:\n  herd submit examples/hello.yaml\n  herd jobs\n  herd status hello\n"
+                  "  herd logs hello/0\n  herd machines\n");
   if (master != "127.0.0.1:7070") absl::StrAppend(&text, "(set HERD_MASTER=", master, " first)\n");
   if (AdminCredentials(data) != cli::DefaultCredentialsPath()) {
     absl::StrAppend(&text, "(set HERD_CREDENTIALS=", AdminCredentials(data), " first)\n");
   }
-  absl::StrAppend(&text, o.detach ? absl::StrCat("Stop it with: herd down --data ", data, "\n")
-                                  : "Stop it with Ctrl-C.\n");
+  absl::StrAppend(&text,
+                  o.detach ? absl::StrCat("Stop it with: herd down --data ", data, "\n") : "Stop it with Ctrl-C.\n");
   return text;
 }
 
@@ -485,7 +497,6 @@ std::string EtcdBinary() {
   }
   return "";
 }
-
 
 // The ports of an --ha cell: picked on its first start, kept in
 // DATA/ha.ports ("etcd CLIENT PEER" x3, "master PORT" x3), because etcd's
@@ -544,12 +555,29 @@ std::vector<std::string> EtcdArgs(const std::string& data, const std::string& ho
   }
   const std::string client = absl::StrCat("https://", host, ":", p.etcd_client[i]);
   const std::string peer = absl::StrCat("https://", host, ":", p.etcd_peer[i]);
-  std::vector<std::string> args = {
-      EtcdBinary(), "--name", absl::StrCat("e", i), "--data-dir",
-      (fs::path(data) / "etcd" / absl::StrCat("e", i)).string(), "--listen-client-urls", client,
-      "--advertise-client-urls", client, "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-      "--initial-cluster", cluster, "--initial-cluster-state", "new", "--initial-cluster-token",
-      "herd-up", "--logger", "zap", "--log-level", "warn"};
+  std::vector<std::string> args = {EtcdBinary(),
+                                   "--name",
+                                   absl::StrCat("e", i),
+                                   "--data-dir",
+                                   (fs::path(data) / "etcd" / absl::StrCat("e", i)).string(),
+                                   "--listen-client-urls",
+                                   client,
+                                   "--advertise-client-urls",
+                                   client,
+                                   "--listen-peer-urls",
+                                   peer,
+                                   "--initial-advertise-peer-urls",
+                                   peer,
+                                   "--initial-cluster",
+                                   cluster,
+                                   "--initial-cluster-state",
+                                   "new",
+                                   "--initial-cluster-token",
+                                   "herd-up",
+                                   "--logger",
+                                   "zap",
+                                   "--log-level",
+                                   "warn"};
   for (std::string& f : store::etcd::MemberTlsFlags(EtcdTlsDir(data), i)) args.push_back(std::move(f));
   return args;
 }
@@ -562,12 +590,24 @@ std::string EtcdUrl(const std::string& host, const HaPorts& p, const std::string
 
 std::vector<std::string> ReplicaArgs(const UpOptions& o, const std::string& data, const std::string& exe,
                                      const std::string& host, const HaPorts& p, int i) {
-  std::vector<std::string> args = {
-      exe, "master", "--data", (fs::path(data) / absl::StrCat("master", i)).string(), "--credentials",
-      (fs::path(data) / "master" / "credentials.pem").string(), "--listen",
-      absl::StrCat(host, ":", p.master[i]), "--store", EtcdUrl(host, p, o.cell), "--cell", o.cell,
-      "--poll-interval", o.poll_interval, "--ca", PkiDir(data), "--etcd-credentials",
-      store::etcd::MasterCredentialPath(EtcdTlsDir(data))};
+  std::vector<std::string> args = {exe,
+                                   "master",
+                                   "--data",
+                                   (fs::path(data) / absl::StrCat("master", i)).string(),
+                                   "--credentials",
+                                   (fs::path(data) / "master" / "credentials.pem").string(),
+                                   "--listen",
+                                   absl::StrCat(host, ":", p.master[i]),
+                                   "--store",
+                                   EtcdUrl(host, p, o.cell),
+                                   "--cell",
+                                   o.cell,
+                                   "--poll-interval",
+                                   o.poll_interval,
+                                   "--ca",
+                                   PkiDir(data),
+                                   "--etcd-credentials",
+                                   store::etcd::MasterCredentialPath(EtcdTlsDir(data))};
   if (!o.reclaim.empty()) {
     args.push_back("--reclaim");
     args.push_back(o.reclaim);
@@ -655,20 +695,65 @@ std::string DefaultUpDir() {
   return absl::StrCat(home && *home ? home : "/tmp", "/.herd/up");
 }
 
-int RunUp(const UpOptions& o) {
-  if (o.agents < 1 || o.agents > 64) {
-    std::fprintf(stderr, "herd up: --agents must be between 1 and 64\n");
-    return 2;
-  }
+// The flags `herd up` checks before it touches anything.
+absl::Status ValidateUp(const UpOptions& o) {
+  if (o.agents < 1 || o.agents > 64) return absl::InvalidArgumentError("--agents must be between 1 and 64");
   if (absl::Status st = rpc::ValidateAddress(o.listen); !st.ok()) {
-    std::fprintf(stderr, "herd up: --listen: %s\n", std::string(st.message()).c_str());
-    return 2;
+    return absl::InvalidArgumentError(absl::StrCat("--listen: ", st.message()));
   }
   if (!o.agent_capacity.empty()) {
     if (absl::StatusOr<ResourceVector> c = ParseResourceList(o.agent_capacity); !c.ok()) {
-      std::fprintf(stderr, "herd up: --agent-capacity: %s\n", std::string(c.status().message()).c_str());
-      return 2;
+      return absl::InvalidArgumentError(absl::StrCat("--agent-capacity: ", c.status().message()));
     }
+  }
+  return absl::OkStatus();
+}
+
+// --ha: three etcd members and three master replicas (appended to
+// `children`); `restart` starts replica "masterN" again for Supervise.
+// Returns the masters' addresses, comma-separated, and says where etcd is
+// in `ha_text`.
+absl::StatusOr<std::string> StartHaCell(const UpOptions& o, const std::string& data, const std::string& exe,
+                                        std::vector<Child>* children, std::function<pid_t(const std::string&)>* restart,
+                                        std::string* ha_text) {
+  const std::string host = o.listen.substr(0, o.listen.rfind(':'));
+  int first_port = 0;
+  (void)absl::SimpleAtoi(o.listen.substr(o.listen.rfind(':') + 1), &first_port);
+  if (EtcdBinary().empty()) {
+    return absl::FailedPreconditionError("--ha needs etcd (apt-get install etcd-server; scripts/setup.sh installs it)");
+  }
+  absl::StatusOr<HaPorts> ports = LoadOrPickHaPorts(data, host, first_port);
+  if (!ports.ok()) return ports.status();
+  if (absl::Status st = EnsureEtcdTls(data, host); !st.ok()) {
+    return absl::Status(st.code(), absl::StrCat("cannot set up etcd's credentials in ", data, ": ", st.message()));
+  }
+  auto log = [&data](const std::string& name) { return (fs::path(data) / "logs" / (name + ".log")).string(); };
+  std::vector<std::string> masters;
+  for (int i = 0; i < kReplicas; ++i) {
+    children->push_back(
+        {absl::StrCat("etcd", i), Spawn(EtcdArgs(data, host, *ports, i), log(absl::StrCat("etcd", i)))});
+  }
+  for (int i = 0; i < kReplicas; ++i) {
+    children->push_back(
+        {absl::StrCat("master", i), Spawn(ReplicaArgs(o, data, exe, host, *ports, i), log(absl::StrCat("master", i)))});
+    masters.push_back(absl::StrCat(host, ":", ports->master[i]));
+  }
+  WriteChildren(data, *children);
+  *restart = [&o, data, exe, host, p = *ports, log](const std::string& name) -> pid_t {
+    int i = -1;
+    if (!absl::StartsWith(name, "master") || !absl::SimpleAtoi(name.substr(6), &i) || i < 0 || i >= kReplicas) {
+      return -1;
+    }
+    return Spawn(ReplicaArgs(o, data, exe, host, p, i), log(name));
+  };
+  *ha_text = absl::StrCat("  etcd    ", EtcdUrl(host, *ports, o.cell), " (TLS; its CA in ", data, "/pki/etcd)\n");
+  return absl::StrJoin(masters, ",");
+}
+
+int RunUp(const UpOptions& o) {
+  if (absl::Status st = ValidateUp(o); !st.ok()) {
+    std::fprintf(stderr, "herd up: %s\n", std::string(st.message()).c_str());
+    return 2;
   }
   const std::string data = o.data_dir.empty() ? DefaultUpDir() : o.data_dir;
   std::error_code ec;
@@ -728,46 +813,7 @@ int RunUp(const UpOptions& o) {
   std::function<pid_t(const std::string&)> restart;
   std::string ha_text;
   if (o.ha) {
-    const std::string host = o.listen.substr(0, o.listen.rfind(':'));
-    int first_port = 0;
-    (void)absl::SimpleAtoi(o.listen.substr(o.listen.rfind(':') + 1), &first_port);
-    if (EtcdBinary().empty()) {
-      report("--ha needs etcd (apt-get install etcd-server; scripts/setup.sh installs it)\n", false);
-      return 1;
-    }
-    absl::StatusOr<HaPorts> ports = LoadOrPickHaPorts(data, host, first_port);
-    if (!ports.ok()) {
-      report(absl::StrCat(ports.status().message(), "\n"), false);
-      return 1;
-    }
-    if (absl::Status st = EnsureEtcdTls(data, host); !st.ok()) {
-      report(absl::StrCat("cannot set up etcd's credentials in ", data, ": ", st.message(), "\n"), false);
-      return 1;
-    }
-    std::vector<std::string> masters;
-    for (int i = 0; i < kReplicas; ++i) {
-      children.push_back({absl::StrCat("etcd", i),
-                          Spawn(EtcdArgs(data, host, *ports, i),
-                                (fs::path(data) / "logs" / absl::StrCat("etcd", i, ".log")).string())});
-    }
-    for (int i = 0; i < kReplicas; ++i) {
-      children.push_back({absl::StrCat("master", i),
-                          Spawn(ReplicaArgs(o, data, exe, host, *ports, i),
-                                (fs::path(data) / "logs" / absl::StrCat("master", i, ".log")).string())});
-      masters.push_back(absl::StrCat(host, ":", ports->master[i]));
-    }
-    WriteChildren(data, children);
-    restart = [&o, &data, exe, host, p = *ports](const std::string& name) -> pid_t {
-      int i = -1;
-      if (!absl::StartsWith(name, "master") || !absl::SimpleAtoi(name.substr(6), &i) || i < 0 || i >= kReplicas) {
-        return -1;
-      }
-      return Spawn(ReplicaArgs(o, data, exe, host, p, i),
-                   (fs::path(data) / "logs" / absl::StrCat("master", i, ".log")).string());
-    };
-    master = absl::StrJoin(masters, ",");
-    ha_text = absl::StrCat("  etcd    ", EtcdUrl(host, *ports, o.cell), " (TLS; its CA in ", data,
-                           "/pki/etcd)\n");
+    master = StartHaCell(o, data, exe, &children, &restart, &ha_text);
   } else {
     children.push_back(StartMaster(o, data, exe));
     WriteChildren(data, children);

@@ -78,177 +78,103 @@ TaskEventRow EventMapper::Row(const v1::Mutation& m, const std::string& job, int
   return r;
 }
 
+JobRow* EventMapper::AddJobRow(const v1::Mutation& m, Batch* out, const std::string& job, const char* event,
+                               int64_t version, std::string reason) {
+  JobRow j;
+  j.revision = m.revision();
+  j.time_ms = m.time_ms();
+  j.job = job;
+  j.user = UserOf(job);
+  j.version = version;
+  j.event = event;
+  j.actor = m.actor();
+  j.reason = std::move(reason);
+  out->jobs.push_back(std::move(j));
+  return &out->jobs.back();
+}
+
+int64_t EventMapper::VersionOf(const std::string& job) const {
+  auto v = versions_.find(job);
+  return v == versions_.end() ? 0 : v->second;
+}
+
+// Events of a run: the ref names its incarnation.
+TaskEventRow& EventMapper::AddRunRow(const v1::Mutation& m, Batch* out, const v1::TaskRef& ref, const char* event) {
+  TaskInfo& info = Info(ref.job(), ref.index());
+  info.incarnation = ref.incarnation();
+  out->task_events.push_back(Row(m, ref.job(), ref.index(), event));
+  return out->task_events.back();
+}
+
+// A task placed on `machine`: a new incarnation.
+void EventMapper::AddPlaced(const v1::Mutation& m, Batch* out, const std::string& job, int32_t index,
+                            const std::string& machine) {
+  TaskInfo& info = Info(job, index);
+  info.machine = machine;
+  ++info.incarnation;
+  TaskEventRow r = Row(m, job, index, "scheduled");
+  r.phase = "ASSIGNED";
+  out->task_events.push_back(std::move(r));
+}
+
 void EventMapper::Add(const v1::Mutation& m, Batch* out) {
-  auto job_row = [&](const std::string& job, const char* event, int64_t version, std::string reason) {
-    JobRow j;
-    j.revision = m.revision();
-    j.time_ms = m.time_ms();
-    j.job = job;
-    j.user = UserOf(job);
-    j.version = version;
-    j.event = event;
-    j.actor = m.actor();
-    j.reason = std::move(reason);
-    out->jobs.push_back(std::move(j));
-    return &out->jobs.back();
-  };
-  // Events of a run: the ref names its incarnation.
-  auto ref_row = [&](const v1::TaskRef& ref, const char* event) -> TaskEventRow& {
-    TaskInfo& info = Info(ref.job(), ref.index());
-    info.incarnation = ref.incarnation();
-    out->task_events.push_back(Row(m, ref.job(), ref.index(), event));
-    return out->task_events.back();
-  };
   HERD_EXHAUSTIVE_BEGIN
   switch (m.kind_case()) {
     case v1::Mutation::kJobsSubmitted:
-      for (const v1::JobSpec& spec : m.jobs_submitted().jobs()) {
-        const std::string id = JobId(spec.user(), spec.name());
-        versions_[id] = 1;
-        tasks_.erase(id);  // a dead job submitted again starts afresh
-        if (!spec.schedule().empty()) schedules_[id] = spec;
-        job_row(id, "submitted", 1, "")->spec_json = SpecJson(spec);
-        if (m.jobs_submitted().place_on().empty()) continue;
-        // Submitted and placed in one step (a framework's accept).
-        for (int32_t i = 0; i < spec.task_count(); ++i) {
-          TaskInfo& info = Info(id, i);
-          info.machine = m.jobs_submitted().place_on();
-          ++info.incarnation;
-          TaskEventRow r = Row(m, id, i, "scheduled");
-          r.phase = "ASSIGNED";
-          out->task_events.push_back(std::move(r));
-        }
-      }
-      break;
+      return JobsSubmitted(m, out);
     case v1::Mutation::kJobReleased: {
       const v1::JobReleased& r = m.job_released();
-      auto v = versions_.find(r.job());
-      job_row(r.job(), r.failed().empty() ? "released" : "dependency failed", v == versions_.end() ? 0 : v->second,
-              r.failed().empty() ? "" : absl::StrCat(r.failed(), ": ", r.reason()));
-      break;
+      AddJobRow(m, out, r.job(), r.failed().empty() ? "released" : "dependency failed", VersionOf(r.job()),
+                r.failed().empty() ? "" : absl::StrCat(r.failed(), ": ", r.reason()));
+      return;
     }
-    case v1::Mutation::kScheduleTriggered: {
-      const v1::ScheduleTriggered& t = m.schedule_triggered();
-      auto v = versions_.find(t.job());
-      const int64_t version = v == versions_.end() ? 0 : v->second;
-      if (!t.skipped().empty()) {
-        job_row(t.job(), "run skipped", version, t.skipped());
-        break;
-      }
-      for (const std::string& r : t.replace()) {
-        auto rv = versions_.find(r);
-        job_row(r, "killed", rv == versions_.end() ? 0 : rv->second, absl::StrCat("replaced by ", t.run()));
-      }
-      versions_[t.run()] = 1;
-      tasks_.erase(t.run());
-      JobRow* row = job_row(t.run(), "submitted", 1, absl::StrCat("a run of ", t.job()));
-      if (auto s = schedules_.find(t.job()); s != schedules_.end()) {
-        row->spec_json = SpecJson(cell::RunSpec(s->second, t.due_ms()));
-      }
-      break;
-    }
-    case v1::Mutation::kJobUpdated: {
-      const v1::JobUpdated& u = m.job_updated();
-      const std::string id = JobId(u.spec().user(), u.spec().name());
-      int64_t& version = versions_[id];
-      version = u.expect_version() > 0 ? u.expect_version() + 1 : version + 1;
-      if (!u.spec().schedule().empty()) schedules_[id] = u.spec();
-      job_row(id, u.rollback() ? "rolled back" : "updated", version, u.reason())->spec_json = SpecJson(u.spec());
-      for (int32_t i : u.restart()) out->task_events.emplace_back(Row(m, id, i, "restarted")).reason = u.reason();
-      for (int32_t i : u.reschedule()) out->task_events.emplace_back(Row(m, id, i, "moved")).reason = u.reason();
-      break;
-    }
+    case v1::Mutation::kScheduleTriggered:
+      return ScheduleTriggered(m, out);
+    case v1::Mutation::kJobUpdated:
+      return JobUpdated(m, out);
     case v1::Mutation::kTasksUpdated: {
       // A step of a rolling update.
       const v1::TasksUpdated& u = m.tasks_updated();
       const std::string reason = absl::StrCat("rolling update to version ", u.version());
       for (int32_t i : u.restart()) out->task_events.emplace_back(Row(m, u.job(), i, "restarted")).reason = reason;
       for (int32_t i : u.reschedule()) out->task_events.emplace_back(Row(m, u.job(), i, "moved")).reason = reason;
-      break;
+      return;
     }
     case v1::Mutation::kRolloutChanged: {
       const v1::RolloutChanged& r = m.rollout_changed();
       std::string reason = absl::StrCat("rollout ", v1::Rollout::State_Name(r.state()));
       if (r.promote()) absl::StrAppend(&reason, " (canaries promoted)");
       if (!r.message().empty()) absl::StrAppend(&reason, ": ", r.message());
-      job_row(r.job(), "rollout", r.version(), std::move(reason));
-      break;
+      AddJobRow(m, out, r.job(), "rollout", r.version(), std::move(reason));
+      return;
     }
-    case v1::Mutation::kJobKilled: {
-      const std::string& id = m.job_killed().job();
-      auto v = versions_.find(id);
-      job_row(id, "killed", v == versions_.end() ? 0 : v->second, m.job_killed().reason());
-      break;
-    }
+    case v1::Mutation::kJobKilled:
+      AddJobRow(m, out, m.job_killed().job(), "killed", VersionOf(m.job_killed().job()), m.job_killed().reason());
+      return;
     case v1::Mutation::kTaskScheduled: {
       const v1::TaskScheduled& s = m.task_scheduled();
       for (const v1::TaskRef& victim : s.victims()) {
-        ref_row(victim, "preempted").reason = absl::StrCat("preempted by ", s.job(), "/", s.index());
+        AddRunRow(m, out, victim, "preempted").reason = absl::StrCat("preempted by ", s.job(), "/", s.index());
       }
-      TaskInfo& info = Info(s.job(), s.index());
-      info.machine = s.machine();
-      ++info.incarnation;
-      TaskEventRow r = Row(m, s.job(), s.index(), "scheduled");
-      r.phase = "ASSIGNED";
-      out->task_events.push_back(std::move(r));
-      break;
+      AddPlaced(m, out, s.job(), s.index(), s.machine());
+      return;
     }
-    case v1::Mutation::kTaskObserved: {
-      const v1::TaskObserved& o = m.task_observed();
-      TaskEventRow& r = ref_row(o.task(), "observed");
-      r.phase = v1::Task::Phase_Name(o.phase());
-      r.health = o.health();
-      r.restarts = o.restarts();
-      r.exit_code = o.exit_code();
-      r.exit_signal = o.exit_signal();
-      r.oom_killed = o.oom_killed();
-      r.reason = o.message();
-      break;
-    }
-    case v1::Mutation::kTaskExited: {
-      const v1::TaskExited& e = m.task_exited();
-      TaskEventRow& r = ref_row(e.task(), "exited");
-      r.phase = e.exit_code() == 0 && e.exit_signal() == 0 ? "FINISHED" : "FAILED";
-      r.restarts = e.restarts();
-      r.exit_code = e.exit_code();
-      r.exit_signal = e.exit_signal();
-      r.oom_killed = e.oom_killed();
-      r.reason = e.reason();
-      break;
-    }
+    case v1::Mutation::kTaskObserved:
+      return TaskObserved(m, out);
+    case v1::Mutation::kTaskExited:
+      return TaskExited(m, out);
     case v1::Mutation::kTaskLost:
-      ref_row(m.task_lost().task(), "lost").reason = m.task_lost().reason();
-      break;
+      AddRunRow(m, out, m.task_lost().task(), "lost").reason = m.task_lost().reason();
+      return;
     case v1::Mutation::kTaskRescheduled:
-      ref_row(m.task_rescheduled().task(), "rescheduled").reason = m.task_rescheduled().reason();
-      break;
+      AddRunRow(m, out, m.task_rescheduled().task(), "rescheduled").reason = m.task_rescheduled().reason();
+      return;
     case v1::Mutation::kMachineRegistered:
     case v1::Mutation::kMachineDown:
     case v1::Mutation::kMachineUp:
-    case v1::Mutation::kMachineDrained: {
-      MachineEventRow r;
-      r.revision = m.revision();
-      r.time_ms = m.time_ms();
-      if (m.has_machine_registered()) {
-        r.machine = m.machine_registered().machine().name();
-        r.event = "registered";
-        r.reason = m.machine_registered().machine().address();
-      } else if (m.has_machine_down()) {
-        r.machine = m.machine_down().name();
-        r.event = "down";
-        r.reason = m.machine_down().reason();
-      } else if (m.has_machine_up()) {
-        r.machine = m.machine_up().name();
-        r.event = "up";
-        r.reason = m.machine_up().reason();
-      } else {
-        r.machine = m.machine_drained().name();
-        r.event = m.machine_drained().drained() ? "drained" : "undrained";
-        r.reason = m.machine_drained().reason();
-      }
-      out->machine_events.push_back(std::move(r));
-      break;
-    }
+    case v1::Mutation::kMachineDrained:
+      out->machine_events.push_back(MachineEvent(m));
+      return;
     // Kinds the history does not record (no task, job or machine event).
     case v1::Mutation::kQuotaSet:
     case v1::Mutation::kReservationsSet:
@@ -256,9 +182,97 @@ void EventMapper::Add(const v1::Mutation& m, Batch* out) {
     case v1::Mutation::kUserSet:
     case v1::Mutation::kMachineInterference:
     case v1::Mutation::KIND_NOT_SET:
-      break;
+      return;
   }
   HERD_EXHAUSTIVE_END
+}
+
+void EventMapper::JobsSubmitted(const v1::Mutation& m, Batch* out) {
+  for (const v1::JobSpec& spec : m.jobs_submitted().jobs()) {
+    const std::string id = JobId(spec.user(), spec.name());
+    versions_[id] = 1;
+    tasks_.erase(id);  // a dead job submitted again starts afresh
+    if (!spec.schedule().empty()) schedules_[id] = spec;
+    AddJobRow(m, out, id, "submitted", 1, "")->spec_json = SpecJson(spec);
+    if (m.jobs_submitted().place_on().empty()) continue;
+    // Submitted and placed in one step (a framework's accept).
+    for (int32_t i = 0; i < spec.task_count(); ++i) AddPlaced(m, out, id, i, m.jobs_submitted().place_on());
+  }
+}
+
+void EventMapper::ScheduleTriggered(const v1::Mutation& m, Batch* out) {
+  const v1::ScheduleTriggered& t = m.schedule_triggered();
+  if (!t.skipped().empty()) {
+    AddJobRow(m, out, t.job(), "run skipped", VersionOf(t.job()), t.skipped());
+    return;
+  }
+  for (const std::string& r : t.replace()) {
+    AddJobRow(m, out, r, "killed", VersionOf(r), absl::StrCat("replaced by ", t.run()));
+  }
+  versions_[t.run()] = 1;
+  tasks_.erase(t.run());
+  JobRow* row = AddJobRow(m, out, t.run(), "submitted", 1, absl::StrCat("a run of ", t.job()));
+  if (auto s = schedules_.find(t.job()); s != schedules_.end()) {
+    row->spec_json = SpecJson(cell::RunSpec(s->second, t.due_ms()));
+  }
+}
+
+void EventMapper::JobUpdated(const v1::Mutation& m, Batch* out) {
+  const v1::JobUpdated& u = m.job_updated();
+  const std::string id = JobId(u.spec().user(), u.spec().name());
+  int64_t& version = versions_[id];
+  version = u.expect_version() > 0 ? u.expect_version() + 1 : version + 1;
+  if (!u.spec().schedule().empty()) schedules_[id] = u.spec();
+  AddJobRow(m, out, id, u.rollback() ? "rolled back" : "updated", version, u.reason())->spec_json = SpecJson(u.spec());
+  for (int32_t i : u.restart()) out->task_events.emplace_back(Row(m, id, i, "restarted")).reason = u.reason();
+  for (int32_t i : u.reschedule()) out->task_events.emplace_back(Row(m, id, i, "moved")).reason = u.reason();
+}
+
+void EventMapper::TaskObserved(const v1::Mutation& m, Batch* out) {
+  const v1::TaskObserved& o = m.task_observed();
+  TaskEventRow& r = AddRunRow(m, out, o.task(), "observed");
+  r.phase = v1::Task::Phase_Name(o.phase());
+  r.health = o.health();
+  r.restarts = o.restarts();
+  r.exit_code = o.exit_code();
+  r.exit_signal = o.exit_signal();
+  r.oom_killed = o.oom_killed();
+  r.reason = o.message();
+}
+
+void EventMapper::TaskExited(const v1::Mutation& m, Batch* out) {
+  const v1::TaskExited& e = m.task_exited();
+  TaskEventRow& r = AddRunRow(m, out, e.task(), "exited");
+  r.phase = e.exit_code() == 0 && e.exit_signal() == 0 ? "FINISHED" : "FAILED";
+  r.restarts = e.restarts();
+  r.exit_code = e.exit_code();
+  r.exit_signal = e.exit_signal();
+  r.oom_killed = e.oom_killed();
+  r.reason = e.reason();
+}
+
+MachineEventRow EventMapper::MachineEvent(const v1::Mutation& m) {
+  MachineEventRow r;
+  r.revision = m.revision();
+  r.time_ms = m.time_ms();
+  if (m.has_machine_registered()) {
+    r.machine = m.machine_registered().machine().name();
+    r.event = "registered";
+    r.reason = m.machine_registered().machine().address();
+  } else if (m.has_machine_down()) {
+    r.machine = m.machine_down().name();
+    r.event = "down";
+    r.reason = m.machine_down().reason();
+  } else if (m.has_machine_up()) {
+    r.machine = m.machine_up().name();
+    r.event = "up";
+    r.reason = m.machine_up().reason();
+  } else {
+    r.machine = m.machine_drained().name();
+    r.event = m.machine_drained().drained() ? "drained" : "undrained";
+    r.reason = m.machine_drained().reason();
+  }
+  return r;
 }
 
 void UsageAccumulator::Sum::Add(const v1::Usage& u) {
@@ -388,8 +402,8 @@ absl::Status Recorder::Fetch(int64_t after, std::vector<v1::Mutation>* out) {
 
 void Recorder::WriteBatch(Batch& batch) {
   if (batch.empty()) return;
-  const size_t rows = batch.jobs.size() + batch.task_events.size() + batch.machine_events.size() +
-                      batch.usage.size() + batch.machine_usage.size();
+  const size_t rows = batch.jobs.size() + batch.task_events.size() + batch.machine_events.size() + batch.usage.size() +
+                      batch.machine_usage.size();
   absl::Status st = db_->Write(batch);
   absl::MutexLock l(&mu_);
   if (!st.ok()) {

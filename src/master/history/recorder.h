@@ -54,6 +54,18 @@ class EventMapper {
   static constexpr size_t kMaxIndex = 100'000;
   TaskInfo& Info(const std::string& job, int32_t index);
   TaskEventRow Row(const v1::Mutation& m, const std::string& job, int32_t index, const char* event);
+  int64_t VersionOf(const std::string& job) const;
+  JobRow* AddJobRow(const v1::Mutation& m, Batch* out, const std::string& job, const char* event, int64_t version,
+                    std::string reason);
+  TaskEventRow& AddRunRow(const v1::Mutation& m, Batch* out, const v1::TaskRef& ref, const char* event);
+  void AddPlaced(const v1::Mutation& m, Batch* out, const std::string& job, int32_t index, const std::string& machine);
+  // One per mutation kind that takes more than a few lines.
+  void JobsSubmitted(const v1::Mutation& m, Batch* out);
+  void ScheduleTriggered(const v1::Mutation& m, Batch* out);
+  void JobUpdated(const v1::Mutation& m, Batch* out);
+  void TaskObserved(const v1::Mutation& m, Batch* out);
+  void TaskExited(const v1::Mutation& m, Batch* out);
+  static MachineEventRow MachineEvent(const v1::Mutation& m);
   absl::flat_hash_map<std::string, int64_t> versions_;              // job -> version
   absl::flat_hash_map<std::string, std::vector<TaskInfo>> tasks_;  // job -> by task index
   // Scheduled jobs' specs, for the runs they start (ScheduleTriggered

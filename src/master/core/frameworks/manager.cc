@@ -36,8 +36,8 @@ bool Terminal(v1::FrameworkTaskState s) {
 absl::Status CheckId(absl::string_view what, absl::string_view id, size_t max) {
   if (id.empty()) return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
   if (id.size() > max) {
-    return absl::InvalidArgumentError(absl::StrCat(what, " '", id.substr(0, max), "...' is longer than ", max,
-                                                   " characters"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", id.substr(0, max), "...' is longer than ", max, " characters"));
   }
   for (char c : id) {
     if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '_' || c == '.')) {
@@ -267,8 +267,8 @@ void FrameworkManager::Loop() {
     // framework jobs they name. A change that moves tasks without naming
     // them (a machine down or drained, a job update), or a feed this loop
     // fell behind, means a look at all of them.
-    const int64_t wait_ms = early ? std::max<int64_t>(opts_.min_round_gap_ms, 1)
-                                  : std::min<int64_t>(opts_.offer_interval_ms, 500);
+    const int64_t wait_ms =
+        early ? std::max<int64_t>(opts_.min_round_gap_ms, 1) : std::min<int64_t>(opts_.offer_interval_ms, 500);
     auto batch = committer_->WaitForMutations(seen, wait_ms, 10'000);
     std::set<std::string> jobs;
     bool all = !batch.ok();
@@ -353,9 +353,10 @@ void FrameworkManager::Recover() {
       }
       Update(fw, t.task, t.job, t.seen.state, t.seen.message, t.seen.machine, t.seen.exit_code, now);
     }
-    HERD_LOG_INFO("framework {} ({}, user {}) recovered with {} live tasks and {} updates to deliver; it has {} ms "
-                  "to subscribe again",
-                  id, f.info.name(), f.info.user(), fw.tasks.size(), fw.unacked.size(), f.info.failover_timeout_ms());
+    HERD_LOG_INFO(
+        "framework {} ({}, user {}) recovered with {} live tasks and {} updates to deliver; it has {} ms "
+        "to subscribe again",
+        id, f.info.name(), f.info.user(), fw.tasks.size(), fw.unacked.size(), f.info.failover_timeout_ms());
   }
 }
 
@@ -372,9 +373,9 @@ absl::Status FrameworkManager::MayUseRole(const Principal& who, const std::strin
   if (role.empty() || who.Has(Capability::kAdmin)) return absl::OkStatus();
   auto it = opts_.roles.find(role);
   if (it == opts_.roles.end() || it->second.users.contains(user)) return absl::OkStatus();
-  return absl::PermissionDeniedError(
-      absl::StrCat("role ", role, " is reserved: user ", user,
-                   " is not among its users (herd master --framework-role ", role, "=WEIGHT,users=", user, "+...)"));
+  return absl::PermissionDeniedError(absl::StrCat("role ", role, " is reserved: user ", user,
+                                                  " is not among its users (herd master --framework-role ", role,
+                                                  "=WEIGHT,users=", user, "+...)"));
 }
 
 absl::Status FrameworkManager::MayUsePriority(const Principal& who, const std::string& user, int32_t priority) const {
@@ -412,8 +413,8 @@ void FrameworkManager::Send(Framework& f, v1::FrameworkEvent e) {
 }
 
 void FrameworkManager::Update(Framework& f, const std::string& task_id, const std::string& job,
-                              v1::FrameworkTaskState state, std::string message, std::string machine,
-                              int32_t exit_code, int64_t now) {
+                              v1::FrameworkTaskState state, std::string message, std::string machine, int32_t exit_code,
+                              int64_t now) {
   v1::FrameworkTaskStatus st;
   st.set_task_id(task_id);
   st.set_state(state);
@@ -438,8 +439,8 @@ absl::StatusOr<FrameworkManager::Subscription> FrameworkManager::Subscribe(const
     return absl::InvalidArgumentError(absl::StrCat("role is longer than ", kMaxRoleLength, " characters"));
   }
   if (info.failover_timeout_ms() < 0 || info.failover_timeout_ms() > opts_.max_failover_ms) {
-    return absl::InvalidArgumentError(absl::StrCat("failover_timeout_ms: ", info.failover_timeout_ms(),
-                                                   " is outside 0..", opts_.max_failover_ms));
+    return absl::InvalidArgumentError(
+        absl::StrCat("failover_timeout_ms: ", info.failover_timeout_ms(), " is outside 0..", opts_.max_failover_ms));
   }
   if (info.failover_timeout_ms() == 0) info.set_failover_timeout_ms(opts_.default_failover_ms);
   if (info.priority() == 0) info.set_priority(kDefaultPriority);
@@ -466,15 +467,16 @@ absl::StatusOr<FrameworkManager::Subscription> FrameworkManager::Subscribe(const
       size_t mine = 0;
       for (const auto& [fid, other] : fws_) mine += other.info.user() == info.user();
       if (mine >= opts_.max_frameworks_per_user) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "user ", info.user(), " has ", mine, " frameworks registered, the most one user may (",
-            "--framework-max-per-user ", opts_.max_frameworks_per_user,
-            "); tear one down or wait for a disconnected one's failover timeout"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("user ", info.user(), " has ", mine, " frameworks registered, the most one user may (",
+                         "--framework-max-per-user ", opts_.max_frameworks_per_user,
+                         "); tear one down or wait for a disconnected one's failover timeout"));
       }
     }
     std::string id = info.id();
     if (id.empty()) {
-      do id = NewId(8); while (fws_.contains(id));
+      do id = NewId(8);
+      while (fws_.contains(id));
     } else {
       // An id this leader does not know: the framework was registered with
       // an earlier leader and had no live task to recover it from. It keeps
@@ -490,8 +492,8 @@ absl::StatusOr<FrameworkManager::Subscription> FrameworkManager::Subscribe(const
   } else {
     HERD_ASSIGN_OR_RETURN(f, Find(who, info.id()));
     if (f->info.user() != info.user()) {
-      return absl::PermissionDeniedError(absl::StrCat("framework ", info.id(), " belongs to user ", f->info.user(),
-                                                      ", not ", info.user()));
+      return absl::PermissionDeniedError(
+          absl::StrCat("framework ", info.id(), " belongs to user ", f->info.user(), ", not ", info.user()));
     }
     // A new subscription replaces the old one (the framework failed over).
     if (f->events) f->events->Close("replaced by a newer subscription");
@@ -557,11 +559,11 @@ void FrameworkManager::RescindAll(const std::string& framework_id, bool tell) {
   for (const std::string& id : ids) RescindOffer(id, tell);
 }
 
-absl::StatusOr<v1::AcceptResponse> FrameworkManager::Accept(const Principal& who, const v1::AcceptRequest& req) {
+absl::Status FrameworkManager::CheckAcceptLimits(const v1::AcceptRequest& req) const {
   if (req.offer_ids().empty()) return absl::InvalidArgumentError("accept names no offer");
   if (static_cast<size_t>(req.offer_ids_size()) > opts_.max_offers_per_call) {
-    return absl::InvalidArgumentError(absl::StrCat("accept names ", req.offer_ids_size(), " offers; at most ",
-                                                   opts_.max_offers_per_call));
+    return absl::InvalidArgumentError(
+        absl::StrCat("accept names ", req.offer_ids_size(), " offers; at most ", opts_.max_offers_per_call));
   }
   if (static_cast<size_t>(req.tasks_size()) > opts_.max_tasks_per_accept) {
     return absl::InvalidArgumentError(absl::StrCat("accept launches ", req.tasks_size(), " tasks; at most ",
@@ -570,6 +572,34 @@ absl::StatusOr<v1::AcceptResponse> FrameworkManager::Accept(const Principal& who
   if (req.filters().require_attributes_size() > static_cast<int>(kMaxAttributeFilters)) {
     return absl::InvalidArgumentError(absl::StrCat("at most ", kMaxAttributeFilters, " attribute filters"));
   }
+  return absl::OkStatus();
+}
+
+// The job a framework task runs as: one task, never restarted by the cell
+// (the framework decides), labelled with its framework.
+v1::JobSpec FrameworkManager::TaskSpec(const Framework& f, const std::string& fid, const v1::FrameworkTask& t) {
+  v1::JobSpec spec;
+  spec.set_name(JobName(fid, t.task_id()));
+  spec.set_user(f.info.user());
+  spec.set_priority(f.info.priority());
+  spec.set_task_count(1);
+  spec.mutable_restart()->set_mode(v1::RestartPolicy::NEVER);
+  v1::TaskTemplate* tt = spec.mutable_task();
+  *tt->mutable_command() = t.argv();
+  *tt->mutable_env() = t.env();
+  *tt->mutable_resources() = t.resources();
+  auto& labels = *spec.mutable_labels();
+  labels[std::string(kFrameworkLabel)] = fid;
+  labels[std::string(kFrameworkTaskLabel)] = t.task_id();
+  labels[std::string(kFrameworkNameLabel)] = f.info.name();
+  labels[std::string(kFrameworkRoleLabel)] = f.info.role();
+  labels[std::string(kFrameworkFailoverLabel)] = absl::StrCat(f.info.failover_timeout_ms());
+  spec.set_source(absl::StrCat("framework ", fid, " (", f.info.name(), ")"));
+  return spec;
+}
+
+absl::StatusOr<v1::AcceptResponse> FrameworkManager::Accept(const Principal& who, const v1::AcceptRequest& req) {
+  HERD_RETURN_IF_ERROR(CheckAcceptLimits(req));
   const int64_t now = clock_->NowMs();
   absl::MutexLock l(&mu_);
   HERD_ASSIGN_OR_RETURN(Framework * f, Find(who, req.framework_id()));
@@ -592,14 +622,14 @@ absl::StatusOr<v1::AcceptResponse> FrameworkManager::Accept(const Principal& who
         v1::FrameworkTaskStatus* st = resp.add_statuses();
         st->set_task_id(t.task_id());
         st->set_state(v1::TASK_ERROR);
-        st->set_message(absl::StrCat("offer no longer valid: ", oid.substr(0, 64),
-                                     " was rescinded, has expired or was answered"));
+        st->set_message(
+            absl::StrCat("offer no longer valid: ", oid.substr(0, 64), " was rescinded, has expired or was answered"));
       }
       return resp;
     }
     if (!machine.empty() && it->second.machine != machine) {
-      return absl::InvalidArgumentError(absl::StrCat("offers of one accept must be on one machine: ", machine,
-                                                     " and ", it->second.machine));
+      return absl::InvalidArgumentError(
+          absl::StrCat("offers of one accept must be on one machine: ", machine, " and ", it->second.machine));
     }
     machine = it->second.machine;
     offered += it->second.resources;
@@ -612,8 +642,8 @@ absl::StatusOr<v1::AcceptResponse> FrameworkManager::Accept(const Principal& who
                                                    : opts_.default_refuse_ms;
     alloc_.Decline(fid, machine, now + refuse);
     if (!req.filters().require_attributes().empty()) {
-      alloc_.RequireAttributes(fid, {req.filters().require_attributes().begin(),
-                                     req.filters().require_attributes().end()});
+      alloc_.RequireAttributes(fid,
+                               {req.filters().require_attributes().begin(), req.filters().require_attributes().end()});
     }
   }
 
@@ -631,34 +661,20 @@ absl::StatusOr<v1::AcceptResponse> FrameworkManager::Accept(const Principal& who
       ok = absl::AlreadyExistsError(absl::StrCat("task ", t.task_id(), " is already live"));
     }
     if (ok.ok() && f->tasks.size() + specs.size() >= opts_.max_tasks_per_framework) {
-      ok = absl::ResourceExhaustedError(absl::StrCat("the framework runs ", f->tasks.size(), " tasks, the most it may"));
+      ok =
+          absl::ResourceExhaustedError(absl::StrCat("the framework runs ", f->tasks.size(), " tasks, the most it may"));
     }
     if (ok.ok() && t.argv().empty()) ok = absl::InvalidArgumentError("argv is empty");
     v1::JobSpec spec;
     if (ok.ok()) {
-      spec.set_name(JobName(fid, t.task_id()));
-      spec.set_user(f->info.user());
-      spec.set_priority(f->info.priority());
-      spec.set_task_count(1);
-      spec.mutable_restart()->set_mode(v1::RestartPolicy::NEVER);
-      v1::TaskTemplate* tt = spec.mutable_task();
-      *tt->mutable_command() = t.argv();
-      *tt->mutable_env() = t.env();
-      *tt->mutable_resources() = t.resources();
-      auto& labels = *spec.mutable_labels();
-      labels[std::string(kFrameworkLabel)] = fid;
-      labels[std::string(kFrameworkTaskLabel)] = t.task_id();
-      labels[std::string(kFrameworkNameLabel)] = f->info.name();
-      labels[std::string(kFrameworkRoleLabel)] = f->info.role();
-      labels[std::string(kFrameworkFailoverLabel)] = absl::StrCat(f->info.failover_timeout_ms());
-      spec.set_source(absl::StrCat("framework ", fid, " (", f->info.name(), ")"));
+      spec = TaskSpec(*f, fid, t);
       ok = PrepareSpec(ctx_, who, &spec, /*framework_task=*/true);
     }
     if (ok.ok()) {
       ResourceVector r = ResourceVector::FromProto(spec.task().resources());
       if (!(asked + r).FitsIn(offered)) {
-        ok = absl::InvalidArgumentError(absl::StrCat("the tasks ask for more than the offers hold (",
-                                                     offered.ToString(), ")"));
+        ok = absl::InvalidArgumentError(
+            absl::StrCat("the tasks ask for more than the offers hold (", offered.ToString(), ")"));
       } else {
         asked += r;
       }
@@ -715,8 +731,8 @@ absl::StatusOr<v1::AcceptResponse> FrameworkManager::Accept(const Principal& who
 
 absl::StatusOr<v1::DeclineResponse> FrameworkManager::Decline(const Principal& who, const v1::DeclineRequest& req) {
   if (static_cast<size_t>(req.offer_ids_size()) > opts_.max_offers_per_call) {
-    return absl::InvalidArgumentError(absl::StrCat("decline names ", req.offer_ids_size(), " offers; at most ",
-                                                   opts_.max_offers_per_call));
+    return absl::InvalidArgumentError(
+        absl::StrCat("decline names ", req.offer_ids_size(), " offers; at most ", opts_.max_offers_per_call));
   }
   if (req.filters().require_attributes_size() > static_cast<int>(kMaxAttributeFilters)) {
     return absl::InvalidArgumentError(absl::StrCat("at most ", kMaxAttributeFilters, " attribute filters"));
@@ -734,8 +750,8 @@ absl::StatusOr<v1::DeclineResponse> FrameworkManager::Decline(const Principal& w
     RescindOffer(oid, /*tell=*/false);
   }
   if (!req.filters().require_attributes().empty()) {
-    alloc_.RequireAttributes(req.framework_id(), {req.filters().require_attributes().begin(),
-                                                  req.filters().require_attributes().end()});
+    alloc_.RequireAttributes(req.framework_id(),
+                             {req.filters().require_attributes().begin(), req.filters().require_attributes().end()});
   }
   return v1::DeclineResponse();
 }
@@ -771,8 +787,7 @@ absl::Status FrameworkManager::KillJobs(const std::vector<std::string>& jobs, co
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::KillTaskResponse> FrameworkManager::KillTask(const Principal& who,
-                                                                const v1::KillTaskRequest& req) {
+absl::StatusOr<v1::KillTaskResponse> FrameworkManager::KillTask(const Principal& who, const v1::KillTaskRequest& req) {
   absl::MutexLock l(&mu_);
   HERD_ASSIGN_OR_RETURN(Framework * f, Find(who, req.framework_id()));
   auto it = f->tasks.find(req.task_id());
@@ -860,8 +875,7 @@ void FrameworkManager::Remove(const std::string& framework_id, const std::string
   fws_.erase(it);
 }
 
-absl::StatusOr<v1::TeardownResponse> FrameworkManager::Teardown(const Principal& who,
-                                                                const v1::TeardownRequest& req) {
+absl::StatusOr<v1::TeardownResponse> FrameworkManager::Teardown(const Principal& who, const v1::TeardownRequest& req) {
   absl::MutexLock l(&mu_);
   HERD_ASSIGN_OR_RETURN(Framework * f, Find(who, req.framework_id()));
   (void)f;
@@ -871,7 +885,7 @@ absl::StatusOr<v1::TeardownResponse> FrameworkManager::Teardown(const Principal&
 }
 
 absl::StatusOr<v1::ListFrameworksResponse> FrameworkManager::ListFrameworks(const Principal& who,
-                                                                           const v1::ListFrameworksRequest&) {
+                                                                            const v1::ListFrameworksRequest&) {
   ResourceVector total;
   committer_->Read([&](const cell::CellState& s) {
     for (const cell::Machine* m : s.machines()) {
@@ -919,8 +933,7 @@ absl::StatusOr<v1::ListFrameworksResponse> FrameworkManager::ListFrameworks(cons
   return resp;
 }
 
-void FrameworkManager::AddTask(Framework& f, const std::string& framework_id, const std::string& task_id,
-                               TaskRec rec) {
+void FrameworkManager::AddTask(Framework& f, const std::string& framework_id, const std::string& task_id, TaskRec rec) {
   alloc_.Allocate(framework_id, rec.held);
   by_job_[rec.job] = {framework_id, task_id};
   f.tasks.insert_or_assign(task_id, std::move(rec));

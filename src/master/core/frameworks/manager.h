@@ -137,6 +137,9 @@ class FrameworkManager {
 
   absl::StatusOr<Framework*> Find(const Principal& who, const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MayAct(const Principal& who, const std::string& user) const;
+  // Accept's bounds on the request's counts (offers, tasks, filters).
+  absl::Status CheckAcceptLimits(const v1::AcceptRequest& req) const;
+  static v1::JobSpec TaskSpec(const Framework& f, const std::string& fid, const v1::FrameworkTask& t);
   // Whether `who` may register a framework of `user` in `role` / at
   // `priority` (#33): PERMISSION_DENIED naming what is missing if not.
   absl::Status MayUseRole(const Principal& who, const std::string& user, const std::string& role) const;

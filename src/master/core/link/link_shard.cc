@@ -275,9 +275,10 @@ bool LinkShard::MayMarkDown(int64_t now) {
   }
   if (up > 0 && static_cast<double>(failing) > opts_.hold_above_fraction * static_cast<double>(up)) {
     if (!holding_) {
-      HERD_LOG_WARN("{} of {} machines fail their polls: more than {:.0f}% of the cell, so none is marked down "
-                    "until most answer again",
-                    failing, up, 100 * opts_.hold_above_fraction);
+      HERD_LOG_WARN(
+          "{} of {} machines fail their polls: more than {:.0f}% of the cell, so none is marked down "
+          "until most answer again",
+          failing, up, 100 * opts_.hold_above_fraction);
     }
     holding_ = true;
     return false;
@@ -290,7 +291,6 @@ bool LinkShard::MayMarkDown(int64_t now) {
   downs_.push_back(now);
   return true;
 }
-
 
 std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
   std::shared_ptr<const RunVersions> acked;
@@ -339,8 +339,8 @@ std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
       const v1::JobSpec& spec = t->job()->SpecAt(t->job_version());
       if (spec.at_most_once()) {
         plan->at_most_once = true;
-        plan->max_grace_ms = std::max(plan->max_grace_ms,
-                                      spec.grace_period_ms() > 0 ? spec.grace_period_ms() : kAgentDefaultGraceMs);
+        plan->max_grace_ms =
+            std::max(plan->max_grace_ms, spec.grace_period_ms() > 0 ? spec.grace_period_ms() : kAgentDefaultGraceMs);
       }
       std::string id = RunId(t->job()->id, t->index(), t->incarnation());
       // Held: the agent has this run at this version (else it is new, or
@@ -395,12 +395,11 @@ void LinkShard::Send(const std::shared_ptr<Plan>& plan) {
     absl::MutexLock l(&mu_);
     ++outstanding_;
   }
-  link_->PollAsync(plan->address, plan->request, plan->timeout_ms,
-                   [this, plan](absl::StatusOr<v1::PollResponse> resp) {
-                     absl::MutexLock l(&mu_);
-                     completions_.push_back({plan, std::move(resp)});
-                     --outstanding_;
-                   });
+  link_->PollAsync(plan->address, plan->request, plan->timeout_ms, [this, plan](absl::StatusOr<v1::PollResponse> resp) {
+    absl::MutexLock l(&mu_);
+    completions_.push_back({plan, std::move(resp)});
+    --outstanding_;
+  });
 }
 
 void LinkShard::DurableLoop() {
@@ -452,70 +451,85 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
   }
   if (opts_.on_poll) opts_.on_poll(static_cast<double>(now_mono - plan.started_ms) / 1000.0, resp.ok());
   if (opts_.on_reply && resp.ok()) opts_.on_reply(name, *resp);
-  if (!resp.ok()) {
-    bool mark_down = false, lease_wait = false;
-    int misses;
-    int64_t since_ok = 0, hold = 0;
-    {
-      absl::MutexLock l(&mu_);
-      Entry& e = entries_[name];
-      e.up = plan.up;
-      // What the agent holds is unknown if it applied this poll but the
-      // reply was lost; the next delta still builds on what it last said it
-      // holds, and an agent that holds something else refuses it and gets
-      // everything then. Resetting here instead made every poll of a
-      // machine that does not answer a full one -- the whole desired state
-      // built, again and again, for nobody.
-      Health& h = e.health;
-      ++h.polls;
-      misses = ++h.misses;
-      h.last_error = Summarize(resp.status(), plan.timeout_ms);
-      // A machine with at-most-once tasks is marked down (and its tasks
-      // placed again) only once they have stopped themselves: the agent's
-      // lease runs until the time it received the last poll we got a reply
-      // to (acknowledged by a later poll's lease_ack) plus the lease. That
-      // is before h.last_ok_ms, when we saw that reply, so the lease is out
-      // by last_ok_ms + task_lease_ms on any clock running at our rate; the
-      // shims then stop their tasks within the grace period, and the
-      // margin covers their check interval and the kill. A restarted
-      // master counts its start as the last contact (Start), later than
-      // any contact the previous one had, so it waits at least as long.
-      hold = plan.at_most_once ? task_lease_ms_ + plan.max_grace_ms + kLeaseMarginMs : 0;
-      h.lease_hold_ms = hold;
-      since_ok = now_mono - h.last_ok_ms;
-      const bool missed = plan.up && misses >= opts_.down_after_misses;
-      lease_wait = missed && since_ok < hold;
-      mark_down = missed && !lease_wait && MayMarkDown(now_mono);
-      if (lease_wait && e.lease_wait_logged) lease_wait = false;  // said already
-      if (lease_wait) e.lease_wait_logged = true;
-      if (mark_down) {
-        e.up = false;
-        e.downs.push_back(now_mono);
-      }
-      e.good_polls = 0;
-    }
-    if (misses == 1) HERD_LOG_WARN("poll of {} at {} failed: {}", name, plan.address, resp.status().ToString());
-    if (lease_wait) {
-      HERD_LOG_WARN("machine {} missed {} polls but holds at-most-once tasks: it is marked down once their lease "
-                    "({}ms) and grace period ({}ms) have run out, {}ms after its last contact",
-                    name, misses, task_lease_ms_, plan.max_grace_ms, hold);
-    }
-    std::string why = Summarize(resp.status(), plan.timeout_ms);
-    if (mark_down) {
-      v1::Mutation m;
-      m.mutable_machine_down()->set_name(name);
-      m.mutable_machine_down()->set_reason(
-          hold > 0 ? absl::StrCat("missed ", misses, " polls: ", why, "; no contact for ", since_ok,
-                                  "ms, past its at-most-once tasks' lease and grace period")
-                   : absl::StrCat("missed ", misses, " polls: ", why));
-      auto st = committer_->CommitEach("master", {m});
-      if (st[0].ok()) HERD_LOG_WARN("machine {} marked down after {} missed polls", name, misses);
-    }
-    return;
+  if (resp.ok()) {
+    Answered(plan, *resp, now_mono);
+  } else {
+    Missed(plan, resp.status(), now_mono);
   }
+}
+
+// A poll that got no answer: counted as a miss; enough misses in a row
+// mark the machine down (at-most-once tasks: once their lease is out).
+void LinkShard::Missed(const Plan& plan, const absl::Status& error, int64_t now_mono) {
+  const std::string& name = plan.name;
+  bool mark_down = false, lease_wait = false;
+  int misses;
+  int64_t since_ok = 0, hold = 0;
+  {
+    absl::MutexLock l(&mu_);
+    Entry& e = entries_[name];
+    e.up = plan.up;
+    // What the agent holds is unknown if it applied this poll but the
+    // reply was lost; the next delta still builds on what it last said it
+    // holds, and an agent that holds something else refuses it and gets
+    // everything then. Resetting here instead made every poll of a
+    // machine that does not answer a full one -- the whole desired state
+    // built, again and again, for nobody.
+    Health& h = e.health;
+    ++h.polls;
+    misses = ++h.misses;
+    h.last_error = Summarize(error, plan.timeout_ms);
+    // A machine with at-most-once tasks is marked down (and its tasks
+    // placed again) only once they have stopped themselves: the agent's
+    // lease runs until the time it received the last poll we got a reply
+    // to (acknowledged by a later poll's lease_ack) plus the lease. That
+    // is before h.last_ok_ms, when we saw that reply, so the lease is out
+    // by last_ok_ms + task_lease_ms on any clock running at our rate; the
+    // shims then stop their tasks within the grace period, and the
+    // margin covers their check interval and the kill. A restarted
+    // master counts its start as the last contact (Start), later than
+    // any contact the previous one had, so it waits at least as long.
+    hold = plan.at_most_once ? task_lease_ms_ + plan.max_grace_ms + kLeaseMarginMs : 0;
+    h.lease_hold_ms = hold;
+    since_ok = now_mono - h.last_ok_ms;
+    const bool missed = plan.up && misses >= opts_.down_after_misses;
+    lease_wait = missed && since_ok < hold;
+    mark_down = missed && !lease_wait && MayMarkDown(now_mono);
+    if (lease_wait && e.lease_wait_logged) lease_wait = false;  // said already
+    if (lease_wait) e.lease_wait_logged = true;
+    if (mark_down) {
+      e.up = false;
+      e.downs.push_back(now_mono);
+    }
+    e.good_polls = 0;
+  }
+  if (misses == 1) HERD_LOG_WARN("poll of {} at {} failed: {}", name, plan.address, error.ToString());
+  if (lease_wait) {
+    HERD_LOG_WARN(
+        "machine {} missed {} polls but holds at-most-once tasks: it is marked down once their lease "
+        "({}ms) and grace period ({}ms) have run out, {}ms after its last contact",
+        name, misses, task_lease_ms_, plan.max_grace_ms, hold);
+  }
+  std::string why = Summarize(error, plan.timeout_ms);
+  if (mark_down) {
+    v1::Mutation m;
+    m.mutable_machine_down()->set_name(name);
+    m.mutable_machine_down()->set_reason(
+        hold > 0 ? absl::StrCat("missed ", misses, " polls: ", why, "; no contact for ", since_ok,
+                                "ms, past its at-most-once tasks' lease and grace period")
+                 : absl::StrCat("missed ", misses, " polls: ", why));
+    auto st = committer_->CommitEach("master", {m});
+    if (st[0].ok()) HERD_LOG_WARN("machine {} marked down after {} missed polls", name, misses);
+  }
+}
+
+// A poll answered: the machine is up again (unless it flaps), and what the
+// agent reports is reconciled with what the cell holds.
+void LinkShard::Answered(const Plan& plan, const v1::PollResponse& reply, int64_t now_mono) {
+  const std::string& name = plan.name;
   // A full poll is always applied; a delta only by an agent that held its
   // base revision (otherwise it applied nothing, and gets everything now).
-  const bool holds = resp->desired_revision() == plan.request.revision();
+  const bool holds = reply.desired_revision() == plan.request.revision();
   const bool applied = !plan.request.delta() || holds;
   bool stay_down = false;
   int need_polls = 1, flap_downs = 0;
@@ -526,7 +540,7 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
     ++h.polls;
     h.full_polls += !plan.request.delta();
     h.misses = 0;
-    h.starts_pending = resp->starts_pending();
+    h.starts_pending = reply.starts_pending();
     h.lease_hold_ms = plan.at_most_once ? task_lease_ms_ + plan.max_grace_ms + kLeaseMarginMs : 0;
     // The next poll acknowledges this one: the agent may then count its
     // lease from when it received it.
@@ -559,8 +573,8 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
   }
   std::vector<v1::Mutation> changes;
   if (stay_down) {
-    HERD_LOG_INFO("machine {} answers again but flaps ({} times down in {} min): UP after {} good polls in a row",
-                  name, flap_downs, opts_.flap_window_ms / 60000, need_polls);
+    HERD_LOG_INFO("machine {} answers again but flaps ({} times down in {} min): UP after {} good polls in a row", name,
+                  flap_downs, opts_.flap_window_ms / 60000, need_polls);
   } else if (!plan.up) {
     v1::Mutation up;
     up.mutable_machine_up()->set_name(name);
@@ -571,8 +585,8 @@ void LinkShard::Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>&
   // What the agent reports of runs it was not given says nothing yet.
   static const absl::flat_hash_set<std::string> kNone;
   const absl::flat_hash_set<std::string>& sent = applied ? *plan.sent : kNone;
-  std::vector<v1::Mutation> diff = committer_->Read(
-      [&](const cell::CellState& s) { return Reconcile(s, name, sent, *resp, clock_->NowMs()); });
+  std::vector<v1::Mutation> diff =
+      committer_->Read([&](const cell::CellState& s) { return Reconcile(s, name, sent, reply, clock_->NowMs()); });
   for (auto& m : diff) changes.push_back(std::move(m));
   // What the agent reported, it reports again if this were lost: no need
   // to wait for the disk here.

@@ -192,6 +192,8 @@ class LinkShard {
   void DurableLoop();
   // Handles a poll's reply or failure.
   void Finish(const Plan& plan, const absl::StatusOr<v1::PollResponse>& resp);
+  void Missed(const Plan& plan, const absl::Status& error, int64_t now_mono);
+  void Answered(const Plan& plan, const v1::PollResponse& reply, int64_t now_mono);
   // The entry is no longer in flight; schedules its next poll.
   void Done(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Schedule(const std::string& name, Entry& e, int64_t due) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
