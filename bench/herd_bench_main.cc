@@ -18,13 +18,11 @@ void AddBench(CLI::App& app, int& rc) {
   auto* s = bench->add_subcommand(
       "scheduler", "The scheduler at Borg scale: from scratch (with --ablations), online passes, packing policies");
   auto o = std::make_shared<bench::SchedBenchOptions>();
-  bench::AddSchedBenchFlags(*s, *o);
-  s->callback([&rc, o] {
-    if (!sched::ParsePackingPolicy(o->policy).ok() || !sched::ParseQueueOrder(o->order).ok() ||
-        !sched::ParseTaskOrder(o->task_order).ok()) {
-      std::fprintf(stderr,
-                   "herd bench scheduler: --policy is worst, best, hybrid, pack or k8s; --order round-robin or drf; "
-                   "--task-order fifo or largest\n");
+  auto flags = std::make_shared<sched::SchedulerFlags>();
+  bench::AddSchedBenchFlags(*s, *o, *flags);
+  s->callback([&rc, o, flags] {
+    if (absl::Status st = flags->Apply(&o->scheduler); !st.ok()) {
+      std::fprintf(stderr, "herd bench scheduler: %s\n", std::string(st.message()).c_str());
       rc = 2;
       return;
     }

@@ -13,6 +13,9 @@
 #     CONTRIBUTING.md: the design of this code is docs/design.md.
 #  3. A reference "design.md §N" (in those places) names a section N that
 #     docs/design.md does not have (its sections are "## N. Title").
+#  4. CONTRIBUTING.md's worked example of a score plugin is not, line for
+#     line, the marked part of src/sched/plugins/score/example_score_test.cc
+#     (the test that proves it works).
 #
 #   cmake/check_doc_paths.sh SOURCE_DIR
 set -uo pipefail
@@ -102,6 +105,19 @@ while IFS= read -r hit; do
     bad=1
   fi
 done < <(grep -rnoE 'design\.md(\]\([^)]*\))? §[0-9]+' src cmake docs README.md CONTRIBUTING.md 2>/dev/null)
+
+# 4. The worked example is the tested code.
+example=src/sched/plugins/score/example_score_test.cc
+in_test=$(sed -n '/^\/\/ \[worked-example\]$/,/^\/\/ \[worked-example-end\]$/p' "$example" | sed '1d;$d')
+in_doc=$(awk '/^### Adding a score: a worked example/ { on = 1 } on && /^```cpp$/ { code = 1; next } code && /^```$/ { exit } code { print }' CONTRIBUTING.md)
+if [[ -z $in_test ]]; then
+  echo "$example: no [worked-example] ... [worked-example-end] part"
+  bad=1
+elif [[ "$in_test" != "$in_doc" ]]; then
+  echo "CONTRIBUTING.md: the worked example of a score differs from $example:"
+  diff <(printf '%s\n' "$in_doc") <(printf '%s\n' "$in_test") | head -20
+  bad=1
+fi
 
 if [ $bad -eq 0 ]; then echo "doc paths: ok"; fi
 exit $bad

@@ -122,17 +122,8 @@ Built Build(const SchedBenchOptions& o, const std::vector<sim::TraceMachine>& sh
 }
 
 sched::Options SchedOptions(const SchedBenchOptions& o) {
-  sched::Options so;
-  so.policy = *sched::ParsePackingPolicy(o.policy);
-  so.order = *sched::ParseQueueOrder(o.order);
-  so.task_order = *sched::ParseTaskOrder(o.task_order);
-  so.weights.reserve = o.reserve;
-  so.equivalence_classes = o.equiv;
-  so.score_cache = o.cache;
-  so.relaxed_randomization = o.random;
+  sched::Options so = o.scheduler;
   so.seed = o.seed;
-  if (o.spread_weight >= 0) so.weights.spread = o.spread_weight;
-  if (o.mix_weight >= 0) so.weights.priority_mix = o.mix_weight;
   return so;
 }
 
@@ -304,7 +295,7 @@ int Scratch(const SchedBenchOptions& o, const std::vector<sim::TraceMachine>& sh
     configs.insert(configs.end(), {a, b, c, d});
   }
   std::printf("scheduling from scratch: %d machines, %lld tasks, fill %.0f%%, policy %s, seed %llu\n", o.machines,
-              static_cast<long long>(o.tasks), o.fill * 100, o.policy.c_str(), static_cast<unsigned long long>(o.seed));
+              static_cast<long long>(o.tasks), o.fill * 100, std::string(sched::PackingPolicyName(o.scheduler.policy)).c_str(), static_cast<unsigned long long>(o.seed));
   std::printf("%-22s %10s %12s %10s %10s %9s %12s %14s\n", "configuration", "wall s", "placements/s", "pending",
               "peak MiB", "classes", "evaluated", "scores");
   double base_wall = 0;
@@ -433,7 +424,7 @@ int Packing(const SchedBenchOptions& o, const std::vector<sim::TraceMachine>& sh
   for (const char* policy : {"worst", "best", "hybrid"}) {
     ChildResult r = InChild(3600, [&](Report& rep) {
       SchedBenchOptions po = o;
-      po.policy = policy;
+      po.scheduler.policy = *sched::ParsePackingPolicy(policy);
       Built b = Build(po, shapes, o.packing_tasks, o.packing_fill);
       // What a typical task needs: the median request.
       std::vector<int64_t> cpus, mems;

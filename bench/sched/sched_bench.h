@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <string>
 
+#include "sched/framework/options.h"
+
 namespace herd::bench {
 
 struct SchedBenchOptions {
@@ -22,13 +24,9 @@ struct SchedBenchOptions {
   int machines = 12'500;
   int64_t tasks = 1'000'000;
   uint64_t seed = 1;
-  std::string policy = "hybrid";
-  std::string order = "round-robin";
-  std::string task_order = "fifo";
-  double reserve = -1;  // weight of the reserve score (< 0: the default)
-  bool equiv = true;
-  bool cache = true;
-  bool random = true;
+  // The scheduler as the flags set it (policy, weights, techniques); the
+  // seed is --seed above.
+  sched::Options scheduler;
   bool ablations = false;
   double time_limit_s = 120;
   double fill = 0.9;
@@ -38,8 +36,6 @@ struct SchedBenchOptions {
   double packing_fill = 0.97;
   int64_t packing_tasks = 300'000;
   std::string trace;  // machine_events .csv.gz; empty: look in ../shared/data
-  double spread_weight = -1;  // < 0: the scheduler's default
-  double mix_weight = -1;
 };
 
 int RunSchedulerBench(const SchedBenchOptions& options);

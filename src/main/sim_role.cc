@@ -12,6 +12,7 @@
 #include "base/priority.h"
 #include "base/status.h"
 #include "cell/checkpoint_codec.h"
+#include "sched/config/flags.h"
 #include "sim/core/driver.h"
 #include "sim/core/questions.h"
 #include "cli/render/render.h"
@@ -61,34 +62,19 @@ absl::StatusOr<sim::SimWorkload> LoadSource(const SourceFlags& s) {
 }
 
 struct ExperimentFlags {
-  std::string policy = "hybrid";
-  std::string order = "round-robin";
-  std::string task_order = "fifo";
   int seeds = 11;
   int parallel = 2;
   double picky = 0.002;
   std::string out;
   bool json = false;
-  // Ablations of the scheduler (issue #13) and the workload's bands.
-  int sample = -1;  // enough_feasible; 0 = score every feasible machine
-  int fullest = -1;  // fullest_candidates
-  bool no_equiv = false, no_cache = false;
-  double small_change = -1;
-  double spread = -1, priority_mix = -1;
-  double shape = 0;
-  double reserve = -1;
-  double hybrid_pack_below = -1;
-  int hybrid_pack_sample = -1;
   std::string only = "all";
   std::string overcommit;
+  // The scheduler's policy, profile, weights and ablations (issue #13):
+  // the same flags as herd master's (sched/config/knobs.h).
+  sched::SchedulerFlags scheduler;
 };
 
 void AddExperimentFlags(CLI::App* cmd, ExperimentFlags* e) {
-  cmd->add_option("--policy", e->policy, "Scoring policy: worst, best, hybrid, pack or k8s")->capture_default_str();
-  cmd->add_option("--order", e->order, "Queue order within a priority: round-robin or drf")->capture_default_str();
-  cmd->add_option("--task-order", e->task_order,
-                  "Order of one user's tasks within a priority: fifo (as submitted) or largest (hardest first)")
-      ->capture_default_str();
   cmd->add_option("--seeds", e->seeds, "Random removal orders tried")->capture_default_str();
   cmd->add_option("--parallel", e->parallel, "Seeds run at once (processes)")->capture_default_str();
   cmd->add_option("--picky", e->picky, "Share of tasks allowed to stay pending")->capture_default_str();
@@ -98,63 +84,17 @@ void AddExperimentFlags(CLI::App* cmd, ExperimentFlags* e) {
       ->capture_default_str();
   cmd->add_option("--overcommit", e->overcommit,
                   "Machine capacity multiplied, per resource: cpu=1.13[,memory=1.0] (Borg over-committed CPU)");
-  cmd->add_option("--sample", e->sample,
-                  "Relaxed randomization: feasible machines sought per class before picking (default 48); 0 scores "
-                  "every feasible machine");
-  cmd->add_option("--fullest", e->fullest,
-                  "Each class also examines the cell's fullest machines until this many fit (0 = off)");
-  cmd->add_flag("--no-equiv", e->no_equiv, "Without equivalence classes (each task scored on its own)");
-  cmd->add_flag("--no-cache", e->no_cache, "Without score caching (every candidate rescored for every task)");
-  cmd->add_option("--small-change", e->small_change,
-                  "Cached scores are kept while a machine's free CPU and memory moved less than this share of it "
-                  "(default 0.02)");
-  cmd->add_option("--spread", e->spread, "Weight of the spread score (default 0.5; 0 = off)");
-  cmd->add_option("--priority-mix", e->priority_mix, "Weight of the priority-mix score (default 0.2; 0 = off)");
-  cmd->add_option("--reserve", e->reserve,
-                  "Weight of the reserve score: keeps room for the scarce pending work (default 4, k8s 0; 0 = off)");
-  cmd->add_option("--hybrid-pack-below", e->hybrid_pack_below,
-                  "Hybrid packs production while non-production work asks for less than this share of the CPU "
-                  "(default 0.1; 0 = never, above 1 = always)");
-  cmd->add_option("--hybrid-pack-sample", e->hybrid_pack_sample,
-                  "Feasible machines sought per class that hybrid packs, on a cell without devices (default 192; 0 "
-                  "= every feasible machine)");
-  cmd->add_option("--shape", e->shape,
-                  "Hybrid's stranding term: the typical task's CPU per memory, as shares of capacity (default: the "
-                  "workload's)");
+  e->scheduler.AddTo(cmd);
 }
 
 absl::StatusOr<sim::CompactionOptions> Options(const ExperimentFlags& e) {
   sim::CompactionOptions o;
-  auto p = sched::ParsePackingPolicy(e.policy);
-  if (!p.ok()) return p.status();
-  auto q = sched::ParseQueueOrder(e.order);
-  if (!q.ok()) return q.status();
-  auto to = sched::ParseTaskOrder(e.task_order);
-  if (!to.ok()) return to.status();
+  if (absl::Status st = e.scheduler.Apply(&o.scheduler); !st.ok()) return st;
   if (e.seeds < 1 || e.seeds > 1000) return absl::InvalidArgumentError("--seeds must be between 1 and 1000");
   if (e.picky < 0 || e.picky > 0.5) return absl::InvalidArgumentError("--picky must be between 0 and 0.5");
-  o.scheduler.policy = *p;
-  o.scheduler.order = *q;
-  o.scheduler.task_order = *to;
   o.seeds = e.seeds;
   o.parallel = std::max(1, e.parallel);
   o.picky = e.picky;
-  if (e.sample == 0) {
-    o.scheduler.relaxed_randomization = false;
-  } else if (e.sample > 0) {
-    o.scheduler.enough_feasible = e.sample;
-  }
-  if (e.fullest >= 0) o.scheduler.fullest_candidates = e.fullest;
-  o.scheduler.equivalence_classes = !e.no_equiv;
-  o.scheduler.score_cache = !e.no_cache;
-  if (e.small_change >= 0) o.scheduler.small_change = e.small_change;
-  if (e.spread >= 0) o.scheduler.weights.spread = e.spread;
-  if (e.priority_mix >= 0) o.scheduler.weights.priority_mix = e.priority_mix;
-  if (e.reserve >= 0) o.scheduler.weights.reserve = e.reserve;
-  if (e.hybrid_pack_below >= 0) o.scheduler.hybrid_pack_below = e.hybrid_pack_below;
-  if (e.hybrid_pack_sample >= 0) o.scheduler.hybrid_pack_sample = e.hybrid_pack_sample;
-  if (e.shape < 0) return absl::InvalidArgumentError("--shape must be positive (or 0 for the workload's)");
-  o.scheduler.stranding_shape = e.shape;
   if (e.only != "all" && e.only != "prod" && e.only != "non-prod") {
     return absl::InvalidArgumentError("--only is prod, non-prod or all");
   }
@@ -470,16 +410,18 @@ void AddReplay(CLI::App* sim, int& rc) {
   cmd->add_option("--from", o->from_s, "Start, seconds into the trace (default: the task events' first)");
   cmd->add_option("--to", o->to_s, "End, seconds into the trace (default: their last)");
   cmd->add_option("--tick", *tick, "Seconds between simulated polls")->capture_default_str();
-  cmd->add_option("--policy", ex->policy, "Scoring policy: worst, best, hybrid, pack or k8s")->capture_default_str();
   cmd->add_option("--out", ex->out, "Write the timeline (txt, csv, json) and chart (svg) here");
   cmd->add_flag("--json", ex->json, "Print the timeline as JSON");
+  ex->scheduler.AddTo(cmd);
   cmd->callback([&rc, dir, o, tick, ex] {
-    auto p = sched::ParsePackingPolicy(ex->policy);
-    if (!p.ok() || *tick < 1) {
-      rc = Fail(absl::InvalidArgumentError("--policy is worst, best or hybrid; --tick at least 1 second"));
+    if (absl::Status st = ex->scheduler.Apply(&o->scheduler); !st.ok()) {
+      rc = Fail(st);
       return;
     }
-    o->scheduler.policy = *p;
+    if (*tick < 1) {
+      rc = Fail(absl::InvalidArgumentError("--tick is at least 1 second"));
+      return;
+    }
     o->tick_ms = static_cast<int64_t>(*tick * 1000);
     auto f = sim::ReplayGoogle2011(*dir, *o);
     rc = f.ok() ? Print(*f, *ex) : Fail(f.status());

@@ -484,7 +484,7 @@ void PassRunner::Run() {
     }
   }
 
-  if (ReserveWeight(opt_) > 0) ctx_.reservations().Build(ctx_.state(), ctx_.views(), s_.homes_.get());
+  if (profile_.Weight("reserve") > 0) ctx_.reservations().Build(ctx_.state(), ctx_.views(), s_.homes_.get());
   PendingQueue queue(ctx_.state(), opt_.order, s_.passes_, opt_.task_order);
   std::vector<const cell::Task*> in_allocs;
   while (const cell::Task* t = queue.Next()) {
@@ -542,7 +542,7 @@ void PassRunner::Run() {
 
 Scheduler::Scheduler(Options options)
     : options_(std::move(options)),
-      profile_(DefaultProfile(options_)),
+      profile_(MustBuildProfile(options_)),
       cache_(std::make_unique<ScoreCache>()),
       homes_(std::make_unique<HomesCache>()) {}
 Scheduler::~Scheduler() = default;

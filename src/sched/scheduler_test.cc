@@ -24,8 +24,8 @@ int Commit(cell::CellState& s, const PassResult& r) {
 Options Plain(PackingPolicy policy = PackingPolicy::kBestFit) {
   Options o;
   o.policy = policy;
-  o.weights.spread = 0;
-  o.weights.priority_mix = 0;
+  o.weights.Set("spread", 0);
+  o.weights.Set("priority-mix", 0);
   return o;
 }
 
@@ -70,8 +70,8 @@ TEST(Scheduler, SpreadsAJobAcrossFailureDomains) {
   AddMachines(s, 4, 8000, 8LL << 30);  // racks r0 = {m0, m1}, r1 = {m2, m3}
   ASSERT_TRUE(s.Apply(Submit(JobBuilder("svc").Tasks(4).Build())).ok());
   Options o = Plain();
-  o.weights.packing = 0;
-  o.weights.spread = 1;
+  o.weights.Set("packing", 0);
+  o.weights.Set("spread", 1);
   PassResult r = Scheduler(o).RunPass(s);
   ASSERT_EQ(Commit(s, r), 4);
   std::set<std::string> machines;
@@ -129,7 +129,7 @@ TEST(Scheduler, SoftConstraintsAndLocalityChooseAmongFeasible) {
   ASSERT_TRUE(s.Apply(Submit(JobBuilder("a").Constraint("disk", v1::Constraint::EQ, {"ssd"}, true, 3).Build())).ok());
   ASSERT_TRUE(s.Apply(Submit(JobBuilder("b").Package("srv", "feed").Build())).ok());
   Options o = Plain();
-  o.weights.packing = 0.1;
+  o.weights.Set("packing", 0.1);
   PassResult r = Scheduler(o).RunPass(s);
   ASSERT_EQ(Commit(s, r), 2);
   EXPECT_EQ(MachineOf(s, "alice/a", 0), "ssd");

@@ -23,7 +23,7 @@ TEST(Diagnosis, HistogramAndSuggestions) {
                                  .Constraint("arch", v1::Constraint::EQ, {"amd64"}).Build())).ok());
   Options o;
   PassContext ctx(s, o, 0);
-  Profile p = DefaultProfile(o);
+  Profile p = MustBuildProfile(o);
   TaskClass c = MakeClass(ctx, s.FindTask("alice/big", 0), true);
   Diagnosis d = Diagnose(ctx, p, c);
   EXPECT_EQ(d.ToString(), "0/7 machines fit: 5 insufficient memory, 1 constraint arch == amd64, 1 machine down");

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -48,29 +50,34 @@ enum class TaskOrder {
 absl::StatusOr<TaskOrder> ParseTaskOrder(absl::string_view name);
 absl::string_view TaskOrderName(TaskOrder o);
 
-struct Weights {
-  double packing = 1.0;
-  double spread = 0.5;
-  double preempt_cost = 10.0;
-  double locality = 0.5;
-  double priority_mix = 0.2;
-  double soft_constraints = 1.0;
-  // Steers tasks away from the room planned for scarce pending work
-  // (framework/reserve.h); 0 = off; < 0: the default (ReserveWeight).
-  double reserve = -1;
+// The weights of the score plugins, by plugin name ("spread": 0.5). A
+// score not set here has its registered default weight (framework/registry.h);
+// 0 leaves it out.
+class ScoreWeights {
+ public:
+  void Set(absl::string_view score, double weight);
+  std::optional<double> Find(absl::string_view score) const;
+  const std::vector<std::pair<std::string, double>>& all() const { return set_; }
+
+ private:
+  std::vector<std::pair<std::string, double>> set_;
 };
 
-struct Options;
-// Weights::reserve as used: 4 by default, except for the k8s policy
-// (kube-scheduler's default profile has no such score).
-double ReserveWeight(const Options& o);
-
+class Registry;
 struct Options {
   PackingPolicy policy = PackingPolicy::kHybrid;
   QueueOrder order = QueueOrder::kRoundRobin;
   TaskOrder task_order = TaskOrder::kSubmission;
   bool preemption = true;
-  Weights weights;
+  // The profile (framework/profile.h): which plugins run, with which
+  // weights. `profile` names it for logs; `filters` lists the filter
+  // plugins in order (empty: every registered one); `weights` overrides
+  // the scores' registered defaults.
+  std::string profile = "default";
+  std::vector<std::string> filters;
+  ScoreWeights weights;
+  // Where plugin names are looked up; null: Registry::BuiltIn().
+  const Registry* registry = nullptr;
   // Failure domains to spread a job across (machine attributes); the machine
   // itself is always one.
   std::vector<std::string> spread_domains = {"rack", "power"};

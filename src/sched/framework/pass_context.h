@@ -139,7 +139,7 @@ class PassContext {
 
   absl::flat_hash_set<const cell::Task*>& evicted() { return evicted_; }
 
-  // Slots kept for scarce pending shapes (Weights::reserve > 0; reserve.h).
+  // Slots kept for scarce pending shapes (the reserve score weighs > 0; reserve.h).
   Reservations& reservations() { return reservations_; }
   const Reservations& reservations() const { return reservations_; }
 

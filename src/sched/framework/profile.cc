@@ -1,8 +1,10 @@
 #include "sched/framework/profile.h"
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
-#include "sched/plugins/filter/filters.h"
-#include "sched/plugins/score/scores.h"
+#include "base/check.h"
+#include "sched/framework/registry.h"
 
 namespace herd::sched {
 
@@ -36,11 +38,6 @@ absl::StatusOr<QueueOrder> ParseQueueOrder(absl::string_view name) {
   if (name == "round-robin" || name == "rr") return QueueOrder::kRoundRobin;
   if (name == "drf") return QueueOrder::kDrf;
   return absl::InvalidArgumentError(absl::StrCat("unknown queue order '", name, "' (round-robin, drf)"));
-}
-
-double ReserveWeight(const Options& o) {
-  if (o.weights.reserve >= 0) return o.weights.reserve;
-  return o.policy == PackingPolicy::kK8s ? 0.0 : 4.0;
 }
 
 absl::StatusOr<TaskOrder> ParseTaskOrder(absl::string_view name) {
@@ -83,28 +80,63 @@ absl::string_view ReasonText(ReasonCode code) {
   return "?";
 }
 
-Profile DefaultProfile(const Options& o) {
+double Profile::Weight(absl::string_view name) const {
+  for (const WeightedScore& s : scores) {
+    if (s.name == name) return s.weight;
+  }
+  return 0;
+}
+
+absl::StatusOr<Profile> BuildProfile(const Options& o) {
+  const Registry& r = o.registry != nullptr ? *o.registry : Registry::BuiltIn();
   Profile p;
-  p.filters.push_back(std::make_unique<MachineUpFilter>());
-  p.filters.push_back(std::make_unique<CrashAvoidFilter>());
-  p.filters.push_back(std::make_unique<ConstraintFilter>());
-  p.filters.push_back(std::make_unique<DomainLimitFilter>());
-  p.filters.push_back(std::make_unique<InterferenceFilter>());
-  p.filters.push_back(std::make_unique<ResourceFilter>());
-  auto add = [&](std::unique_ptr<ScorePlugin> s, double w) {
-    if (w <= 0) return;
+  if (o.filters.empty()) {
+    for (const FilterEntry& f : r.filters()) p.filters.push_back(f.make(o));
+  } else {
+    std::set<absl::string_view> named;
+    for (const std::string& name : o.filters) {
+      const FilterEntry* f = r.FindFilter(name);
+      if (f == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown filter plugin '", name, "' (registered: ", r.FilterNames(), ")"));
+      }
+      if (!named.insert(f->name).second) {
+        return absl::InvalidArgumentError(absl::StrCat("filter plugin '", name, "' is named twice"));
+      }
+      p.filters.push_back(f->make(o));
+    }
+    for (const FilterEntry& f : r.filters()) {
+      if (f.required && !named.contains(f.name)) {
+        return absl::InvalidArgumentError(absl::StrCat("the profile leaves out the filter plugin '", f.name,
+                                                       "', which every profile runs (", f.help, ")"));
+      }
+    }
+  }
+  for (const auto& [name, w] : o.weights.all()) {
+    if (r.FindScore(name) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown score plugin '", name, "' (registered: ", r.ScoreNames(), ")"));
+    }
+    if (!(w >= 0) || w > 1e6) {
+      return absl::InvalidArgumentError(absl::StrCat("the weight of score plugin '", name, "' is ", w,
+                                                     "; it must be between 0 (off) and 1e6"));
+    }
+  }
+  for (const ScoreEntry& s : r.scores()) {
+    const double w = o.weights.Find(s.name).value_or(s.default_weight(o));
+    if (w <= 0) continue;
+    std::unique_ptr<ScorePlugin> plugin = s.make(o);
     p.total_weight += w;
-    p.scores_depend_on_job |= s->DependsOnJobPlacements();
-    p.scores.push_back({std::move(s), w});
-  };
-  add(std::make_unique<PackingScore>(o.policy), o.weights.packing);
-  add(std::make_unique<SpreadScore>(), o.weights.spread);
-  add(std::make_unique<PreemptCostScore>(), o.weights.preempt_cost);
-  add(std::make_unique<LocalityScore>(), o.weights.locality);
-  add(std::make_unique<PriorityMixScore>(), o.weights.priority_mix);
-  add(std::make_unique<SoftConstraintScore>(), o.weights.soft_constraints);
-  add(std::make_unique<ReserveScore>(), ReserveWeight(o));
+    p.scores_depend_on_job |= plugin->DependsOnJobPlacements();
+    p.scores.push_back({s.name, std::move(plugin), w});
+  }
   return p;
+}
+
+Profile MustBuildProfile(const Options& o) {
+  absl::StatusOr<Profile> p = BuildProfile(o);
+  HERD_CHECK_MSG(p.ok(), absl::StrCat("scheduler profile '", o.profile, "': ", p.status().message()));
+  return std::move(*p);
 }
 
 }  // namespace herd::sched

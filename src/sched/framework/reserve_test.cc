@@ -57,7 +57,7 @@ void PinnedCell(cell::CellState& s, bool others) {
 PassResult RunWith(const cell::CellState& s, PackingPolicy policy, double reserve) {
   Options o;
   o.policy = policy;
-  o.weights.reserve = reserve;
+  o.weights.Set("reserve", reserve);
   return Scheduler(o).RunPass(s);
 }
 
@@ -76,7 +76,8 @@ TEST(Reservations, KeepsTheOnlyHomeOfPinnedWork) {
   EXPECT_EQ(Scheduler(Options{}).RunPass(s).unplaced, 0);
   Options k8s;
   k8s.policy = PackingPolicy::kK8s;
-  EXPECT_EQ(ReserveWeight(k8s), 0);
+  EXPECT_EQ(MustBuildProfile(k8s).Weight("reserve"), 0);
+  EXPECT_EQ(MustBuildProfile(Options{}).Weight("reserve"), 4);
 }
 
 // A reservation is a preference: the higher-priority task with nowhere else
