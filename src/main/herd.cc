@@ -3,28 +3,31 @@
 // logs, quota, checkpoint, cell).
 // This is the only file that links every part together.
 #include <sys/resource.h>
-#include <CLI/CLI.hpp>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/server/agent_server.h"
 #include "base/ids.h"
 #include "base/log.h"
 #include "base/units.h"
 #include "cli/commands/commands.h"
-#include "main/scheduler_role.h"
 #include "main/bench_role.h"
-#include "main/sim_role.h"
+#include "main/config_file.h"
 #include "main/framework_flags.h"
 #include "main/reclaim_flags.h"
+#include "main/scheduler_role.h"
+#include "main/sim_role.h"
 #include "main/up.h"
 #include "master/server/master_server.h"
 #include "rpc/rpc.h"
+#include "sched/config/flags.h"
 #include "sched/framework/profile.h"
 
 #ifndef HERD_VERSION
@@ -39,12 +42,23 @@ int Usage(const std::string& msg) {
   return 2;
 }
 
-void AddMaster(CLI::App& app, int& rc) {
-  auto* cmd = app.add_subcommand("master", "Run a master (state in --data, API on --listen)");
-  auto o = std::make_shared<master::ServerOptions>();
-  auto poll = std::make_shared<std::string>("2s");
-  auto sched_flags = std::make_shared<SchedulerFlags>();
-  auto sched_mode = std::make_shared<std::string>("internal");
+// The flags of `herd master` that are not fields of ServerOptions as they
+// are: durations as written, the scheduler's, reclamation's and the
+// Framework API's.
+struct MasterFlags {
+  std::string poll = "2s";
+  std::string poll_timeout = "10s";
+  std::string full_poll = "60s";
+  std::string task_lease;  // default: poll x down-after
+  std::string scheduler_mode = "internal";
+  std::string history_sample = "60s";
+  std::string history_keep = "7d";
+  sched::SchedulerFlags scheduler;
+  ReclaimFlags reclaim;
+  FrameworkFlags frameworks;
+};
+
+void AddMasterFlags(CLI::App* cmd, master::ServerOptions* o, MasterFlags* f) {
   cmd->add_option("--data", o->data_dir, "Data directory (the embedded store lives here)")->required();
   cmd->add_option("--store", o->store,
                   "Replicated state: etcd://HOST:PORT[,HOST:PORT...][/PREFIX]; run 3 or 5 masters on it, one leads "
@@ -58,9 +72,9 @@ void AddMaster(CLI::App& app, int& rc) {
   cmd->add_option("--credentials", o->credentials,
                   "The master's credential, role master (default DATA/credentials.pem)");
   cmd->add_option("--ca", o->ca_dir, "The cell CA's directory, to issue user credentials (herd user add)");
-  cmd->add_option("--user-rate", o->user_rate, "Requests a second each user may send (bursts of twice that); 0: no limit")
+  cmd->add_option("--user-rate", o->user_rate,
+                  "Requests a second each user may send (bursts of twice that); 0: no limit")
       ->capture_default_str();
-  o->core.max_tasks_per_user = 100'000;
   cmd->add_option("--max-tasks-per-user", o->core.max_tasks_per_user,
                   "Tasks (not dead) each user may have, at every priority, 0 included; admins are not held to it; "
                   "0: no limit")
@@ -98,119 +112,126 @@ void AddMaster(CLI::App& app, int& rc) {
                   "The history database for 'herd query' (default DATA/history.db; 'none': keep no history)");
   cmd->add_option("--alerts", o->alerts,
                   "Alarm rules and sinks, a YAML file (docs/alerts.md; default: the built-in rules, no sinks)");
-  auto history_sample = std::make_shared<std::string>("60s");
-  auto history_keep = std::make_shared<std::string>("7d");
-  cmd->add_option("--history-sample", *history_sample,
+  cmd->add_option("--history-sample", f->history_sample,
                   "One usage row per task per this period (rolled up into 15m rows after 6h)")
       ->capture_default_str();
-  cmd->add_option("--history-retention", *history_keep, "History older than this is deleted")
-      ->capture_default_str();
-  cmd->add_option("--poll-interval", *poll, "How often each agent is polled")->capture_default_str();
+  cmd->add_option("--history-retention", f->history_keep, "History older than this is deleted")->capture_default_str();
+  cmd->add_option("--poll-interval", f->poll, "How often each agent is polled")->capture_default_str();
   cmd->add_option("--down-after", o->core.link.down_after_misses, "Missed polls before a machine is down")
       ->capture_default_str();
-  auto poll_timeout = std::make_shared<std::string>("10s");
-  cmd->add_option("--poll-timeout", *poll_timeout,
+  cmd->add_option("--poll-timeout", f->poll_timeout,
                   "How long a poll may take before it counts as missed (apart from the interval: a busy agent is "
                   "not a dead one)")
       ->capture_default_str();
-  auto full_poll = std::make_shared<std::string>("60s");
-  cmd->add_option("--full-poll-interval", *full_poll,
+  cmd->add_option("--full-poll-interval", f->full_poll,
                   "How often an agent gets its whole desired state; other polls carry only what changed "
                   "(0: every poll carries everything, as before delta polls)")
       ->capture_default_str();
-  auto task_lease = std::make_shared<std::string>();
-  cmd->add_option("--task-lease", *task_lease,
+  cmd->add_option("--task-lease", f->task_lease,
                   "How long at-most-once tasks run on after their machine's last contact with the master "
                   "(default: --poll-interval x --down-after)");
-  cmd->add_option("--scheduler", *sched_mode,
+  cmd->add_option("--scheduler", f->scheduler_mode,
                   "internal: run the scheduler in the master; external: leave placement to 'herd scheduler' "
                   "processes (Propose)")
       ->capture_default_str();
-  AddSchedulerFlags(cmd, sched_flags.get());
+  f->scheduler.AddTo(cmd);
   cmd->add_option("--snapshot-every", o->core.committer.snapshot_every, "Mutations between snapshots")
       ->capture_default_str();
-  auto reclaim = std::make_shared<ReclaimFlags>();
-  AddReclaimFlags(cmd, reclaim.get());
-  auto fw_flags = std::make_shared<FrameworkFlags>();
-  AddFrameworkFlags(cmd, fw_flags.get());
+  AddReclaimFlags(cmd, &f->reclaim);
+  AddFrameworkFlags(cmd, &f->frameworks);
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
-  cmd->callback([&rc, o, poll, poll_timeout, full_poll, task_lease, sched_flags, sched_mode, history_sample,
-                 history_keep, reclaim, fw_flags] {
-    if (auto st = ApplyReclaimFlags(*reclaim, &o->core.reclaim); !st.ok()) {
+}
+
+// INVALID_ARGUMENT naming the flag.
+absl::Status ApplyMasterFlags(const MasterFlags& f, master::ServerOptions* o) {
+  if (auto st = ApplyReclaimFlags(f.reclaim, &o->core.reclaim); !st.ok()) {
+    return absl::InvalidArgumentError(std::string(st.message()));
+  }
+  if (auto st = ApplyFrameworkFlags(f.frameworks, &o->core.frameworks); !st.ok()) {
+    return absl::InvalidArgumentError(std::string(st.message()));
+  }
+  for (auto [flag, text, out] :
+       {std::tuple{"--history-sample", &f.history_sample, &o->history_options.sample_interval_ms},
+        std::tuple{"--history-retention", &f.history_keep, &o->history_options.retention_ms}}) {
+    auto ms = ParseDurationMs(*text);
+    if (!ms.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": ", ms.status().message()));
+    }
+    *out = *ms;
+  }
+  auto interval = ParseDurationMs(f.poll);
+  if (!interval.ok() || *interval < 10) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--poll-interval: ", interval.ok() ? "must be at least 10ms" : interval.status().message()));
+  }
+  if (auto st = f.scheduler.Apply(&o->core.scheduler); !st.ok()) {
+    return absl::InvalidArgumentError(std::string(st.message()));
+  }
+  if (f.scheduler_mode != "internal" && f.scheduler_mode != "external") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--scheduler: '", f.scheduler_mode, "' is neither internal nor external"));
+  }
+  o->core.run_scheduler = f.scheduler_mode == "internal";
+  if (o->core.link.down_after_misses < 1) {
+    return absl::InvalidArgumentError("--down-after must be at least 1");
+  }
+  o->core.link.poll_interval_ms = *interval;
+  auto timeout = ParseDurationMs(f.poll_timeout);
+  if (!timeout.ok() || *timeout < 100) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--poll-timeout: ", timeout.ok() ? "must be at least 100ms" : timeout.status().message()));
+  }
+  o->core.link.poll_timeout_ms = *timeout;
+  auto full = ParseDurationMs(f.full_poll);
+  if (!full.ok() || *full < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--full-poll-interval: ", full.ok() ? "must not be negative" : full.status().message()));
+  }
+  o->core.link.full_poll_interval_ms = *full;
+  if (!f.task_lease.empty()) {
+    auto lease = ParseDurationMs(f.task_lease);
+    if (!lease.ok() || *lease < 100) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--task-lease: ", lease.ok() ? "must be at least 100ms" : lease.status().message()));
+    }
+    o->core.link.task_lease_ms = *lease;
+  }
+  return absl::OkStatus();
+}
+
+void AddMaster(CLI::App& app, int& rc) {
+  auto* cmd = app.add_subcommand("master", "Run a master (state in --data, API on --listen)");
+  auto o = std::make_shared<master::ServerOptions>();
+  auto f = std::make_shared<MasterFlags>();
+  o->core.max_tasks_per_user = 100'000;
+  AddMasterFlags(cmd, o.get(), f.get());
+  AddConfigFlag(cmd);
+  cmd->callback([&rc, o, f] {
+    if (absl::Status st = ApplyMasterFlags(*f, o.get()); !st.ok()) {
       rc = Usage(std::string(st.message()));
       return;
-    }
-    if (auto st = ApplyFrameworkFlags(*fw_flags, &o->core.frameworks); !st.ok()) {
-      rc = Usage(std::string(st.message()));
-      return;
-    }
-    for (auto [flag, text, out] : {std::tuple{"--history-sample", history_sample.get(),
-                                              &o->history_options.sample_interval_ms},
-                                   std::tuple{"--history-retention", history_keep.get(),
-                                              &o->history_options.retention_ms}}) {
-      auto ms = ParseDurationMs(*text);
-      if (!ms.ok()) {
-        rc = Usage(absl::StrCat(flag, ": ", ms.status().message()));
-        return;
-      }
-      *out = *ms;
-    }
-    auto interval = ParseDurationMs(*poll);
-    if (!interval.ok() || *interval < 10) {
-      rc = Usage(absl::StrCat("--poll-interval: ", interval.ok() ? "must be at least 10ms" : interval.status().message()));
-      return;
-    }
-    if (auto st = ApplySchedulerFlags(*sched_flags, &o->core.scheduler); !st.ok()) {
-      rc = Usage(std::string(st.message()));
-      return;
-    }
-    if (*sched_mode != "internal" && *sched_mode != "external") {
-      rc = Usage(absl::StrCat("--scheduler: '", *sched_mode, "' is neither internal nor external"));
-      return;
-    }
-    o->core.run_scheduler = *sched_mode == "internal";
-    if (o->core.link.down_after_misses < 1) {
-      rc = Usage("--down-after must be at least 1");
-      return;
-    }
-    o->core.link.poll_interval_ms = *interval;
-    auto timeout = ParseDurationMs(*poll_timeout);
-    if (!timeout.ok() || *timeout < 100) {
-      rc = Usage(absl::StrCat("--poll-timeout: ", timeout.ok() ? "must be at least 100ms" : timeout.status().message()));
-      return;
-    }
-    o->core.link.poll_timeout_ms = *timeout;
-    auto full = ParseDurationMs(*full_poll);
-    if (!full.ok() || *full < 0) {
-      rc = Usage(absl::StrCat("--full-poll-interval: ", full.ok() ? "must not be negative" : full.status().message()));
-      return;
-    }
-    o->core.link.full_poll_interval_ms = *full;
-    if (!task_lease->empty()) {
-      auto lease = ParseDurationMs(*task_lease);
-      if (!lease.ok() || *lease < 100) {
-        rc = Usage(absl::StrCat("--task-lease: ", lease.ok() ? "must be at least 100ms" : lease.status().message()));
-        return;
-      }
-      o->core.link.task_lease_ms = *lease;
     }
     o->core.version = HERD_VERSION;
     rc = master::RunMaster(*o);
   });
 }
 
-void AddAgent(CLI::App& app, int& rc) {
-  auto* cmd = app.add_subcommand("agent", "Run an agent for this machine");
-  auto o = std::make_shared<agent::AgentOptions>();
-  auto capacity = std::make_shared<std::string>();
-  auto attrs = std::make_shared<std::vector<std::string>>();
+// The flags of `herd agent` as written, before they are checked into
+// AgentOptions.
+struct AgentFlags {
+  std::string capacity;
+  std::vector<std::string> attrs;
+  std::string ports, memory_reserve, disk_reserve, log_max, log_retention, uids, package_cache, package_max;
+};
+
+void AddAgentFlags(CLI::App* cmd, agent::AgentOptions* o, AgentFlags* f) {
   cmd->add_option("--master", o->master, "Master address HOST:PORT")->capture_default_str();
   cmd->add_option("--listen", o->listen, "Agent address HOST:PORT (port 0 picks one)")->capture_default_str();
   cmd->add_option("--name", o->name, "Machine name (default: the name in the credential)");
   cmd->add_option("--credentials", o->credentials,
                   "This machine's credential, role machine (default ROOT/credentials.pem)");
-  cmd->add_option("--capacity", *capacity, "Resources to offer, e.g. cpu=2,memory=4Gi (default: detected)");
-  cmd->add_option("--attr", *attrs, "Machine attribute KEY=VALUE (repeatable)");
+  cmd->add_option("--capacity", f->capacity, "Resources to offer, e.g. cpu=2,memory=4Gi (default: detected)");
+  cmd->add_option("--attr", f->attrs, "Machine attribute KEY=VALUE (repeatable)");
   cmd->add_option("--root", o->root_dir, "Directory for task runs and logs");
   cmd->add_flag("--stop-tasks-on-exit", o->stop_tasks_on_exit, "Stop every task when the agent stops");
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
@@ -223,10 +244,8 @@ void AddAgent(CLI::App& app, int& rc) {
       ->excludes(metrics);
   cmd->add_option("--metrics-token-file", o->metrics_token_file,
                   "With --metrics: also accept \"Authorization: Bearer TOKEN\" with the token in this file");
-  auto ports = std::make_shared<std::string>();
-  cmd->add_option("--ports", *ports, "Range to allocate tasks' named ports from, LO-HI (default 20000-20999)");
-  cmd->add_option("--cgroup-root", o->cgroup_root,
-                  "Where cgroups are mounted; \"none\" runs tasks without containers")
+  cmd->add_option("--ports", f->ports, "Range to allocate tasks' named ports from, LO-HI (default 20000-20999)");
+  cmd->add_option("--cgroup-root", o->cgroup_root, "Where cgroups are mounted; \"none\" runs tasks without containers")
       ->capture_default_str();
   cmd->add_option("--cgroup-parent", o->cgroup_parent, "Cgroup under which this agent's tasks go")
       ->capture_default_str();
@@ -242,111 +261,113 @@ void AddAgent(CLI::App& app, int& rc) {
                   "Give latency-sensitive tasks that ask for whole cores CPUs of their own (needs a cpuset "
                   "controller; false for agents sharing one host)")
       ->capture_default_str();
-  auto reserve = std::make_shared<std::string>();
-  cmd->add_option("--memory-reserve", *reserve,
+  cmd->add_option("--memory-reserve", f->memory_reserve,
                   "Memory kept free for the system; below it non-prod tasks are evicted (default 256Mi)");
-  auto disk_reserve = std::make_shared<std::string>();
-  cmd->add_option("--disk-reserve", *disk_reserve,
+  cmd->add_option("--disk-reserve", f->disk_reserve,
                   "Disk kept free where the agent's root lives; below it the lowest-priority task using the most "
                   "disk is evicted (default 512Mi; 0: none)");
-  auto log_max = std::make_shared<std::string>();
-  cmd->add_option("--task-log-max-size", *log_max, "Rotate a task's stdout/stderr at this size (default 10Mi)");
+  cmd->add_option("--task-log-max-size", f->log_max, "Rotate a task's stdout/stderr at this size (default 10Mi)");
   cmd->add_option("--task-log-keep", o->log_keep, "Rotated files kept per stream")->capture_default_str();
-  auto retention = std::make_shared<std::string>();
-  cmd->add_option("--task-log-retention", *retention, "Keep a task's logs this long after it ended (default 24h)");
+  cmd->add_option("--task-log-retention", f->log_retention,
+                  "Keep a task's logs this long after it ended (default 24h)");
   cmd->add_option("--package-dir", o->package_dir, "Package cache directory (default ROOT/packages)");
   cmd->add_option("--package-file-dirs", o->package_file_dirs,
                   "Directories local package files (file:// URLs, absolute paths) may come from (default: none)")
       ->delimiter(',');
-  auto uids = std::make_shared<std::string>();
-  cmd->add_option("--task-uids", *uids,
+  cmd->add_option("--task-uids", f->uids,
                   "Uids tasks run as, one per job owner, LO-HI (default 200000-299999); \"agent\": as the agent "
                   "itself");
   cmd->add_option("--task-uid-file", o->task_uid_file,
                   "The host's map of job owners to task uids, shared by every agent on the host (default "
                   "/var/lib/herd/task-uids)");
-  auto cache = std::make_shared<std::string>();
-  cmd->add_option("--package-cache-size", *cache, "Disk budget of the package cache (default 10Gi)");
-  auto package_max = std::make_shared<std::string>();
-  cmd->add_option("--package-max-size", *package_max,
+  cmd->add_option("--package-cache-size", f->package_cache, "Disk budget of the package cache (default 10Gi)");
+  cmd->add_option("--package-max-size", f->package_max,
                   "Refuse package archives larger than this (default: the package cache size)");
-  cmd->callback([&rc, o, capacity, attrs, ports, reserve, disk_reserve, log_max, retention, cache, package_max, uids] {
-    if (*uids == "agent") {
-      o->task_uid_count = 0;
-    } else if (!uids->empty()) {
-      std::pair<std::string, std::string> lh = absl::StrSplit(*uids, absl::MaxSplits('-', 1));
-      uint32_t lo = 0, hi = 0;
-      if (!absl::SimpleAtoi(lh.first, &lo) || !absl::SimpleAtoi(lh.second, &hi) || lo < 1000 || hi < lo ||
-          hi >= (1u << 31)) {
-        rc = Usage(absl::StrCat("--task-uids '", *uids, "' is not a range LO-HI within 1000-2147483647, or 'agent'"));
-        return;
-      }
-      o->task_uid_min = lo;
-      o->task_uid_count = hi - lo + 1;
+}
+
+// INVALID_ARGUMENT naming the flag.
+absl::Status ApplyAgentFlags(const AgentFlags& f, agent::AgentOptions* o) {
+  if (f.uids == "agent") {
+    o->task_uid_count = 0;
+  } else if (!f.uids.empty()) {
+    std::pair<std::string, std::string> lh = absl::StrSplit(f.uids, absl::MaxSplits('-', 1));
+    uint32_t lo = 0, hi = 0;
+    if (!absl::SimpleAtoi(lh.first, &lo) || !absl::SimpleAtoi(lh.second, &hi) || lo < 1000 || hi < lo ||
+        hi >= (1u << 31)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--task-uids '", f.uids, "' is not a range LO-HI within 1000-2147483647, or 'agent'"));
     }
-    if (!ports->empty()) {
-      std::pair<std::string, std::string> lh = absl::StrSplit(*ports, absl::MaxSplits('-', 1));
-      if (!absl::SimpleAtoi(lh.first, &o->port_min) || !absl::SimpleAtoi(lh.second, &o->port_max) ||
-          o->port_min < 1 || o->port_max > 65535 || o->port_min > o->port_max) {
-        rc = Usage(absl::StrCat("--ports '", *ports, "' is not a range LO-HI within 1-65535"));
-        return;
-      }
+    o->task_uid_min = lo;
+    o->task_uid_count = hi - lo + 1;
+  }
+  if (!f.ports.empty()) {
+    std::pair<std::string, std::string> lh = absl::StrSplit(f.ports, absl::MaxSplits('-', 1));
+    if (!absl::SimpleAtoi(lh.first, &o->port_min) || !absl::SimpleAtoi(lh.second, &o->port_max) || o->port_min < 1 ||
+        o->port_max > 65535 || o->port_min > o->port_max) {
+      return absl::InvalidArgumentError(absl::StrCat("--ports '", f.ports, "' is not a range LO-HI within 1-65535"));
     }
-    for (auto [flag, text, out] : {std::tuple{"--memory-reserve", reserve.get(), &o->memory_reserve_bytes},
-                                   std::tuple{"--disk-reserve", disk_reserve.get(), &o->disk_reserve_bytes},
-                                   std::tuple{"--task-log-max-size", log_max.get(), &o->log_max_bytes},
-                                   std::tuple{"--package-cache-size", cache.get(), &o->package_cache_bytes},
-                                   std::tuple{"--package-max-size", package_max.get(), &o->package_max_bytes}}) {
-      if (text->empty()) continue;
-      auto bytes = ParseBytes(*text);
-      if (!bytes.ok()) {
-        rc = Usage(absl::StrCat(flag, ": ", bytes.status().message()));
-        return;
-      }
-      *out = *bytes;
+  }
+  for (auto [flag, text, out] : {std::tuple{"--memory-reserve", &f.memory_reserve, &o->memory_reserve_bytes},
+                                 std::tuple{"--disk-reserve", &f.disk_reserve, &o->disk_reserve_bytes},
+                                 std::tuple{"--task-log-max-size", &f.log_max, &o->log_max_bytes},
+                                 std::tuple{"--package-cache-size", &f.package_cache, &o->package_cache_bytes},
+                                 std::tuple{"--package-max-size", &f.package_max, &o->package_max_bytes}}) {
+    if (text->empty()) continue;
+    auto bytes = ParseBytes(*text);
+    if (!bytes.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": ", bytes.status().message()));
     }
-    if (!retention->empty()) {
-      auto ms = ParseDurationMs(*retention);
-      if (!ms.ok()) {
-        rc = Usage(absl::StrCat("--task-log-retention: ", ms.status().message()));
-        return;
-      }
-      o->log_retention_ms = *ms;
+    *out = *bytes;
+  }
+  if (!f.log_retention.empty()) {
+    auto ms = ParseDurationMs(f.log_retention);
+    if (!ms.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--task-log-retention: ", ms.status().message()));
     }
-    if (auto st = rpc::ValidateAddress(o->master); !st.ok()) {
-      rc = Usage(absl::StrCat("--master: ", st.message()));
+    o->log_retention_ms = *ms;
+  }
+  if (auto st = rpc::ValidateAddress(o->master); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--master: ", st.message()));
+  }
+  if (auto st = rpc::ValidateAddress(o->listen); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--listen: ", st.message()));
+  }
+  if (!o->name.empty()) {
+    if (auto st = ValidateMachineName(o->name); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--name: ", st.message()));
+    }
+  }
+  if (!f.capacity.empty()) {
+    auto c = ParseResourceList(f.capacity);
+    if (!c.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--capacity: ", c.status().message()));
+    }
+    o->capacity = *c;
+    o->capacity_given = true;
+  }
+  for (const std::string& a : f.attrs) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(a, absl::MaxSplits('=', 1));
+    if (a.find('=') == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("--attr '", a, "' is not KEY=VALUE"));
+    }
+    if (auto st = ValidateAttributeKey(kv.first); !st.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--attr: ", st.message()));
+    }
+    o->attributes[kv.first] = kv.second;
+  }
+  return absl::OkStatus();
+}
+
+void AddAgent(CLI::App& app, int& rc) {
+  auto* cmd = app.add_subcommand("agent", "Run an agent for this machine");
+  auto o = std::make_shared<agent::AgentOptions>();
+  auto f = std::make_shared<AgentFlags>();
+  AddAgentFlags(cmd, o.get(), f.get());
+  AddConfigFlag(cmd);
+  cmd->callback([&rc, o, f] {
+    if (absl::Status st = ApplyAgentFlags(*f, o.get()); !st.ok()) {
+      rc = Usage(std::string(st.message()));
       return;
-    }
-    if (auto st = rpc::ValidateAddress(o->listen); !st.ok()) {
-      rc = Usage(absl::StrCat("--listen: ", st.message()));
-      return;
-    }
-    if (!o->name.empty()) {
-      if (auto st = ValidateMachineName(o->name); !st.ok()) {
-        rc = Usage(absl::StrCat("--name: ", st.message()));
-        return;
-      }
-    }
-    if (!capacity->empty()) {
-      auto c = ParseResourceList(*capacity);
-      if (!c.ok()) {
-        rc = Usage(absl::StrCat("--capacity: ", c.status().message()));
-        return;
-      }
-      o->capacity = *c;
-      o->capacity_given = true;
-    }
-    for (const std::string& a : *attrs) {
-      std::pair<std::string, std::string> kv = absl::StrSplit(a, absl::MaxSplits('=', 1));
-      if (a.find('=') == std::string::npos) {
-        rc = Usage(absl::StrCat("--attr '", a, "' is not KEY=VALUE"));
-        return;
-      }
-      if (auto st = ValidateAttributeKey(kv.first); !st.ok()) {
-        rc = Usage(absl::StrCat("--attr: ", st.message()));
-        return;
-      }
-      o->attributes[kv.first] = kv.second;
     }
     rc = agent::RunAgent(*o);
   });
@@ -359,8 +380,7 @@ void AddUp(CLI::App& app, int& rc) {
   cmd->add_option("--data", o->data_dir, "Data directory (default: $HERD_HOME or ~/.herd/up)");
   cmd->add_option("--listen", o->listen, "Master address HOST:PORT")->capture_default_str();
   cmd->add_option("--cell", o->cell, "Cell name")->capture_default_str();
-  cmd->add_option("--poll-interval", o->poll_interval, "How often the master polls each agent")
-      ->capture_default_str();
+  cmd->add_option("--poll-interval", o->poll_interval, "How often the master polls each agent")->capture_default_str();
   cmd->add_option("--dns", o->dns,
                   "The master's DNS responder for tasks' names (port 0: any free one; \"\": none; not with --ha)")
       ->capture_default_str();
@@ -372,8 +392,9 @@ void AddUp(CLI::App& app, int& rc) {
                   "What each agent offers, e.g. cpu=9,memory=18Gi (default: this machine split among the agents)");
   cmd->add_option("--agent-arg", o->agent_args,
                   "A flag for every agent, e.g. --agent-arg=--colocation=false (repeatable; 'herd agent --help')");
-  cmd->add_option("--master-arg", o->master_args,
-                  "A flag for every master, e.g. --master-arg=--reclaim-startup=60s (repeatable; 'herd master --help')");
+  cmd->add_option(
+      "--master-arg", o->master_args,
+      "A flag for every master, e.g. --master-arg=--reclaim-startup=60s (repeatable; 'herd master --help')");
   cmd->add_flag("-d,--detach", o->detach, "Run in the background (stop with 'herd down')");
   cmd->add_flag("--ha", o->ha,
                 "Replicated control plane: a 3-member etcd cluster and 3 masters on it (ports picked, printed; a "
@@ -418,8 +439,16 @@ int main(int argc, char** argv) {
   herd::AddBench(app, rc);
   herd::AddSim(app, rc);
   herd::cli::AddUserCommands(app, ctx);
+  // --config FILE (herd master, herd agent): the file's flags join the
+  // command line's, which win.
+  absl::StatusOr<std::vector<std::string>> args = herd::ExpandConfig(app, std::vector<std::string>(argv + 1, argv + argc));
+  if (!args.ok()) {
+    std::fprintf(stderr, "herd: %s\n", std::string(args.status().message()).c_str());
+    return 2;
+  }
+  std::reverse(args->begin(), args->end());  // CLI11 takes them last first
   try {
-    app.parse(argc, argv);
+    app.parse(*args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
