@@ -58,6 +58,9 @@ function(herd_check_dependencies)
   _herd_forbid(herd_sim "${GRPC}|herd_agent|herd_store_sqlite|${READERS}" "gRPC, agent, a concrete store or the spec readers")
   _herd_forbid(herd_agent "herd_cell|herd_sched|herd_master|herd_store" "cell, scheduler, master or store")
   _herd_forbid(herd_master_server "herd_agent_server|herd_cli" "another server or the CLI")
+  # The HTTPS port serves a registry and pages it is handed; it knows no
+  # master, agent or gRPC.
+  _herd_forbid(herd_https "${GRPC}|herd_master|herd_agent|herd_store" "gRPC, the master, the agent or a store")
   # The shipped binary carries no benchmark (herd bench runs herd-bench).
   _herd_forbid(herd "herd_bench_|herd_test_harness|herd_testing" "a benchmark or test code")
   _herd_forbid(herd_agent_server "herd_master_server|herd_master_core|herd_cli" "the master or the CLI")

@@ -1,6 +1,6 @@
 // Metrics for Prometheus: counters, gauges and histograms with fixed buckets,
 // kept in memory and written out in the text exposition format (version
-// 0.0.4) when scraped (metrics/server/ serves them over HTTPS).
+// 0.0.4) when scraped (https/https_server.h serves them over HTTPS).
 //
 // A thin layer over prometheus-cpp's core (Debian's prometheus-cpp-dev),
 // which does the atomics and the exposition; what Herd adds:

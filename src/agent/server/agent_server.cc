@@ -17,7 +17,7 @@
 #include "agent/server/exec.h"
 #include "agent/server/agent_metrics.h"
 #include "agent/server/extensions.h"
-#include "metrics/server/metrics_server.h"
+#include "https/https_server.h"
 #include "agent/server/logs.h"
 #include "agent/supervisor/supervisor.h"
 #include "base/clock.h"
@@ -277,14 +277,14 @@ int RunAgent(AgentOptions o) {
     return 1;
   }
   HERD_LOG_INFO("agent {} listening on {} with {} (runs in {})", o.name, bound, o.capacity.ToString(), o.root_dir);
-  std::unique_ptr<metrics::MetricsServer> metrics_server;
+  std::unique_ptr<https::HttpsServer> metrics_server;
   if (reg != nullptr) {
     AddTaskUsageGauges(*reg, sup->get());
-    metrics::MetricsServerOptions mo;
+    https::HttpsServerOptions mo;
     mo.address = o.metrics;
     mo.identity = o.identity;
     mo.token_file = o.metrics_token_file;
-    auto started = metrics::MetricsServer::Start(std::move(mo), reg);
+    auto started = https::HttpsServer::Start(std::move(mo), reg);
     if (!started.ok()) {
       HERD_LOG_ERROR("{}", started.status().message());
       (*server)->Shutdown(std::chrono::system_clock::now());

@@ -28,7 +28,7 @@ struct AgentOptions {
   std::map<std::string, std::string> attributes;
   bool stop_tasks_on_exit = false;         // herd up: a stopped dev cell leaves nothing behind
   std::string log_file;
-  // "HOST:PORT": serve /metrics over HTTPS there (metrics/server/), to a
+  // "HOST:PORT": serve /metrics over HTTPS there (https/https_server.h), to a
   // scraper with a user's or the master's credential or the bearer token in
   // metrics_token_file. "": no metrics endpoint.
   std::string metrics;

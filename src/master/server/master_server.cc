@@ -29,7 +29,7 @@
 #include "master/server/grpc_api.h"
 #include "master/server/read_barrier.h"
 #include "master/web/web_ui.h"
-#include "metrics/server/metrics_server.h"
+#include "https/https_server.h"
 #include "rpc/rpc.h"
 #include "store/etcd/etcd_client.h"
 #include "store/etcd/etcd_log_store.h"
@@ -135,7 +135,7 @@ struct Api {
   std::unique_ptr<grpc::Server> server;
   std::string bound;
   std::unique_ptr<web::WebUi> web;                  // with --metrics/--http; outlives the server below
-  std::unique_ptr<metrics::MetricsServer> metrics;  // with --metrics
+  std::unique_ptr<https::HttpsServer> metrics;  // with --metrics
   std::unique_ptr<DnsServer> dns;                   // with --dns
 
   // This master leads: the registry is rebuilt from the cell, offers start.
@@ -201,15 +201,15 @@ web::ReadLogsFn ReadLogsVia(const pki::Credential& self) {
 // --metrics: the registry over HTTPS. A scraper's certificate goes through
 // the master's Authorizer like any request (action read-metrics, revoked
 // users refused); the bearer token is the operator's own secret.
-absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const ServerOptions& options, MasterCore* core,
+absl::StatusOr<std::unique_ptr<https::HttpsServer>> StartMetrics(const ServerOptions& options, MasterCore* core,
                                                                      web::WebUi* web) {
-  metrics::MetricsServerOptions mo;
+  https::HttpsServerOptions mo;
   mo.threads = 4;
-  mo.pages = [web](const metrics::HttpRequest& req) { return web->Handle(req); };
+  mo.pages = [web](const https::HttpRequest& req) { return web->Handle(req); };
   mo.address = options.metrics;
   mo.identity = *options.core.credential;
   mo.token_file = options.metrics_token_file;
-  mo.authorize = [core](const metrics::Scraper& s) -> absl::Status {
+  mo.authorize = [core](const https::Scraper& s) -> absl::Status {
     if (s.token) return absl::OkStatus();
     if (!s.cert) {
       return absl::UnauthenticatedError("a client certificate of the cell or the metrics bearer token is needed");
@@ -218,7 +218,7 @@ absl::StatusOr<std::unique_ptr<metrics::MetricsServer>> StartMetrics(const Serve
     if (!who.ok()) return who.status();
     return core->access().ReadMetrics(*who);
   };
-  auto server = metrics::MetricsServer::Start(std::move(mo), options.core.metrics);
+  auto server = https::HttpsServer::Start(std::move(mo), options.core.metrics);
   if (!server.ok()) return server.status();
   HERD_LOG_INFO("web UI on https://{}/ and metrics on https://{}/metrics (TLS server name {})", (*server)->address(),
                 (*server)->address(), (*server)->server_name());

@@ -40,7 +40,7 @@ struct ServerOptions {
   // the members' certificates) issued by the etcd cluster's CA, which must
   // not be the cell's CA (whose users must not reach etcd). "": plaintext.
   std::string etcd_credentials;
-  // "HOST:PORT": serve /metrics over HTTPS there (metrics/server/), to a
+  // "HOST:PORT": serve /metrics over HTTPS there (https/https_server.h), to a
   // scraper with a user's credential (action read-metrics) or the bearer
   // token in metrics_token_file. "": no metrics endpoint.
   std::string metrics;

@@ -27,8 +27,8 @@ namespace herd::master::web {
 
 namespace {
 
-using metrics::HttpReply;
-using metrics::HttpRequest;
+using https::HttpReply;
+using https::HttpRequest;
 
 std::string Time(int64_t ms) {
   if (ms <= 0) return "-";

@@ -33,7 +33,7 @@
 #include "master/core/admission/rate_limiter.h"
 #include "master/core/master_core.h"
 #include "master/web/session.h"
-#include "metrics/server/metrics_server.h"
+#include "https/https_server.h"
 #include "pki/pki.h"
 #include "herd/v1/api.pb.h"
 
@@ -74,8 +74,8 @@ class WebUi {
   explicit WebUi(WebUiOptions options);
   ~WebUi();
 
-  // The handler for MetricsServerOptions::pages.
-  metrics::HttpReply Handle(const metrics::HttpRequest& req);
+  // The handler for HttpsServerOptions::pages.
+  https::HttpReply Handle(const https::HttpRequest& req);
 
   WebSessions& sessions() { return sessions_; }
 
@@ -86,10 +86,10 @@ class WebUi {
   absl::Mutex busy_mu_;
   std::map<std::string, int> busy_ ABSL_GUARDED_BY(busy_mu_);  // requests being answered, by user
 
-  metrics::HttpReply Login(const metrics::HttpRequest& req);
-  metrics::HttpReply LogOut(const metrics::HttpRequest& req);
-  metrics::HttpReply Logs(const Principal& who, const std::string& job, int32_t index,
-                          const metrics::HttpRequest& req);
+  https::HttpReply Login(const https::HttpRequest& req);
+  https::HttpReply LogOut(const https::HttpRequest& req);
+  https::HttpReply Logs(const Principal& who, const std::string& job, int32_t index,
+                          const https::HttpRequest& req);
 };
 
 // Pieces of the pages, exposed for tests.

@@ -1,6 +1,6 @@
 // `--metrics HOST:PORT` (or `--http`): a registry's metrics over HTTPS at
 // /metrics, for Prometheus, on the master and on every agent; on the master
-// the same port serves the web UI (MetricsServerOptions::pages).
+// the same port serves the web UI (HttpsServerOptions::pages).
 //
 // The cell's rule holds here too: the port speaks TLS only (the process's own
 // certificate, signed by the cell CA), every request is authenticated and
@@ -37,7 +37,7 @@
 #include "metrics/registry.h"
 #include "pki/pki.h"
 
-namespace herd::metrics {
+namespace herd::https {
 
 // Who is scraping, as far as the connection and the request prove it.
 struct Scraper {
@@ -84,7 +84,7 @@ struct HttpReply {
 
 using HttpHandler = std::function<HttpReply(const HttpRequest&)>;
 
-struct MetricsServerOptions {
+struct HttpsServerOptions {
   std::string address;  // HOST:PORT; port 0 picks one
   // The server's credential: its certificate and key are presented, and
   // client certificates must be signed by its CA.
@@ -110,7 +110,7 @@ struct MetricsServerOptions {
   int max_requests_per_connection = 100;
 };
 
-class MetricsServer {
+class HttpsServer {
  public:
   static constexpr size_t kMaxBodyBytes = 1024;
   static constexpr size_t kMaxHeaderBytes = 16 * 1024;  // request line and headers, in all
@@ -119,10 +119,10 @@ class MetricsServer {
   // Binds and starts serving `registry` (which must outlive the server).
   // UNAVAILABLE if the address cannot be bound; INVALID_ARGUMENT for a bad
   // address, credential or token file.
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(MetricsServerOptions options, Registry* registry);
-  ~MetricsServer();  // stops serving
-  MetricsServer(const MetricsServer&) = delete;
-  MetricsServer& operator=(const MetricsServer&) = delete;
+  static absl::StatusOr<std::unique_ptr<HttpsServer>> Start(HttpsServerOptions options, metrics::Registry* registry);
+  ~HttpsServer();  // stops serving
+  HttpsServer(const HttpsServer&) = delete;
+  HttpsServer& operator=(const HttpsServer&) = delete;
 
   // HOST:PORT bound.
   const std::string& address() const { return bound_; }
@@ -133,14 +133,14 @@ class MetricsServer {
   struct Impl;  // (public for the connections' code in the .cc)
 
  private:
-  MetricsServer() = default;
+  HttpsServer() = default;
   std::unique_ptr<Impl> impl_;
   std::string bound_;
   std::string server_name_;
 };
 
 // Reads a bearer token file (for --metrics-token-file); the checks of
-// MetricsServerOptions::token_file.
+// HttpsServerOptions::token_file.
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
 
-}  // namespace herd::metrics
+}  // namespace herd::https

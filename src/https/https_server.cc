@@ -1,4 +1,4 @@
-#include "metrics/server/metrics_server.h"
+#include "https/https_server.h"
 
 #include <sys/stat.h>
 
@@ -33,7 +33,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 
-namespace herd::metrics {
+namespace herd::https {
 namespace {
 
 using X509Ptr = std::unique_ptr<X509, decltype(&X509_free)>;
@@ -151,9 +151,9 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::string token(absl::StripAsciiWhitespace(ss.str()));
-  if (token.size() < MetricsServer::kMinTokenBytes) {
+  if (token.size() < HttpsServer::kMinTokenBytes) {
     return absl::InvalidArgumentError(absl::StrCat("metrics token file ", path, ": the token must have at least ",
-                                                   MetricsServer::kMinTokenBytes, " characters"));
+                                                   HttpsServer::kMinTokenBytes, " characters"));
   }
   for (char c : token) {
     if (c < 0x21 || c > 0x7e) {
@@ -214,11 +214,11 @@ std::string Decode(absl::string_view s, bool query) {
 
 }  // namespace
 
-struct MetricsServer::Impl {
+struct HttpsServer::Impl {
   // In this order: sessions the I/O context still holds when it goes touch
   // the counters above it.
-  MetricsServerOptions options;
-  Registry* registry = nullptr;
+  HttpsServerOptions options;
+  metrics::Registry* registry = nullptr;
   std::string token_digest;
   absl::Mutex mu;
   std::map<std::string, int> per_client ABSL_GUARDED_BY(mu);  // open connections by client network
@@ -241,7 +241,7 @@ struct MetricsServer::Impl {
 
   void Accept();
   // Whether a connection from `network` may open now, closing another to
-  // make room when all are taken (MetricsServerOptions::max_connections).
+  // make room when all are taken (HttpsServerOptions::max_connections).
   bool Admit(const std::string& network) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   HttpReply Route(const HttpRequest& req, const std::string& authorization);
 };
@@ -264,7 +264,7 @@ std::string NetworkOf(const net::ip::address& a) {
 
 }  // namespace
 
-bool MetricsServer::Impl::Admit(const std::string& network) {
+bool HttpsServer::Impl::Admit(const std::string& network) {
   const int mine = per_client[network];
   if (mine >= options.max_connections_per_client) return false;
   if (connections.load() < options.max_connections) return true;
@@ -288,7 +288,7 @@ namespace {
 // handled on the worker pool and answered here.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, MetricsServer::Impl* server, std::string client, std::string network, uint64_t id)
+  Session(tcp::socket socket, HttpsServer::Impl* server, std::string client, std::string network, uint64_t id)
       : stream_(std::move(socket), server->tls),
         server_(server),
         client_(std::move(client)),
@@ -306,7 +306,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void Start() {
     {
       absl::MutexLock l(&server_->mu);
-      MetricsServer::Impl::Held& h = server_->held[id_];
+      HttpsServer::Impl::Held& h = server_->held[id_];
       h.network = network_;
       h.since_ms = SteadyNowMs();
       h.close = [weak = weak_from_this()] {
@@ -328,8 +328,8 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void Read() {
     parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(MetricsServer::kMaxHeaderBytes));
-    parser_->body_limit(MetricsServer::kMaxBodyBytes);
+    parser_->header_limit(static_cast<std::uint32_t>(HttpsServer::kMaxHeaderBytes));
+    parser_->body_limit(HttpsServer::kMaxBodyBytes);
     // The first request's head within the head timeout; later ones within
     // the idle timeout (a kept-alive connection that sends nothing goes).
     const int64_t ms = requests_ == 0 ? server_->options.head_timeout_ms
@@ -418,18 +418,18 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::ssl_stream<beast::tcp_stream> stream_;
-  MetricsServer::Impl* server_;
+  HttpsServer::Impl* server_;
   const std::string client_;
   const std::string network_;
   const uint64_t id_;
-  beast::flat_buffer buffer_{MetricsServer::kMaxHeaderBytes + MetricsServer::kMaxBodyBytes};
+  beast::flat_buffer buffer_{HttpsServer::kMaxHeaderBytes + HttpsServer::kMaxBodyBytes};
   std::optional<http::request_parser<http::string_body>> parser_;
   int requests_ = 0;
 };
 
 }  // namespace
 
-void MetricsServer::Impl::Accept() {
+void HttpsServer::Impl::Accept() {
   acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
     if (ec == net::error::operation_aborted) return;
     if (!ec) {
@@ -458,7 +458,7 @@ void MetricsServer::Impl::Accept() {
   });
 }
 
-HttpReply MetricsServer::Impl::Route(const HttpRequest& req, const std::string& authorization) {
+HttpReply HttpsServer::Impl::Route(const HttpRequest& req, const std::string& authorization) {
   if (req.path == "/metrics") {
     if (req.method != "GET") return HttpReply{405, "text/plain", "GET /metrics\n", {{"Allow", "GET"}}};
     Scraper who;
@@ -473,14 +473,14 @@ HttpReply MetricsServer::Impl::Route(const HttpRequest& req, const std::string& 
       if (unauthenticated) r.headers.push_back({"WWW-Authenticate", "Bearer"});
       return r;
     }
-    return HttpReply{200, std::string(Registry::kContentType), registry->Text(), {}};
+    return HttpReply{200, std::string(metrics::Registry::kContentType), registry->Text(), {}};
   }
   if (!options.pages) return HttpReply{404, "text/plain", "not found\n", {}};
   return options.pages(req);
 }
 
-absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServerOptions options,
-                                                                    Registry* registry) {
+absl::StatusOr<std::unique_ptr<HttpsServer>> HttpsServer::Start(HttpsServerOptions options,
+                                                                    metrics::Registry* registry) {
   const size_t colon = options.address.rfind(':');
   int port = -1;
   if (colon == std::string::npos || colon == 0 || !absl::SimpleAtoi(options.address.substr(colon + 1), &port) ||
@@ -489,7 +489,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServe
   }
   std::string host = options.address.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  auto server = std::unique_ptr<MetricsServer>(new MetricsServer());
+  auto server = std::unique_ptr<HttpsServer>(new HttpsServer());
   auto impl = std::make_unique<Impl>();
   if (!options.token_file.empty()) {
     absl::StatusOr<std::string> token = ReadTokenFile(options.token_file);
@@ -529,7 +529,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(MetricsServe
   return server;
 }
 
-MetricsServer::~MetricsServer() {
+HttpsServer::~HttpsServer() {
   if (!impl_) return;
   impl_->ioc.stop();
   if (impl_->io_thread.joinable()) impl_->io_thread.join();
@@ -538,4 +538,4 @@ MetricsServer::~MetricsServer() {
   impl_->workers->join();  // handlers in flight finish (their answers are dropped)
 }
 
-}  // namespace herd::metrics
+}  // namespace herd::https

@@ -1,4 +1,4 @@
-#include "metrics/server/metrics_server.h"
+#include "https/https_server.h"
 
 #include <sys/stat.h>
 
@@ -22,7 +22,7 @@
 #include "absl/time/clock.h"
 #include "testing/eventually.h"
 
-namespace herd::metrics {
+namespace herd::https {
 namespace {
 
 constexpr char kToken[] = "s3cret-token-of-the-scraper";
@@ -103,30 +103,30 @@ Reply Scrape(const std::string& address, const Pki& server_pki, const pki::Crede
 // token; `o`'s other fields as given.
 class ServerTest : public ::testing::Test {
  protected:
-  void Start(MetricsServerOptions o) {
+  void Start(HttpsServerOptions o) {
     pki_ = MakePki("local");
     o.address = "127.0.0.1:0";
     o.identity = pki_.master;
     o.token_file = TempFile("token", std::string(kToken) + "\n", 0600);
-    auto s = MetricsServer::Start(std::move(o), &registry_);
+    auto s = HttpsServer::Start(std::move(o), &registry_);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
   }
 
   Pki pki_;
-  Registry registry_;
-  std::unique_ptr<MetricsServer> server_;
+  metrics::Registry registry_;
+  std::unique_ptr<HttpsServer> server_;
 };
 
-class MetricsServerTest : public ServerTest {
+class HttpsServerTest : public ServerTest {
  protected:
   void SetUp() override {
     registry_.GetCounter("herd_task_starts_total", "Task attempts started").Inc(3);
-    Start(MetricsServerOptions());
+    Start(HttpsServerOptions());
   }
 };
 
-TEST_F(MetricsServerTest, ServesAUserCertificate) {
+TEST_F(HttpsServerTest, ServesAUserCertificate) {
   EXPECT_EQ(server_->server_name(), "master.herd");
   Reply r = Scrape(server_->address(), pki_, &pki_.user);
   ASSERT_TRUE(r.connected);
@@ -135,14 +135,14 @@ TEST_F(MetricsServerTest, ServesAUserCertificate) {
   EXPECT_TRUE(absl::StrContains(r.body, "herd_task_starts_total 3")) << r.body;
 }
 
-TEST_F(MetricsServerTest, ServesTheBearerToken) {
+TEST_F(HttpsServerTest, ServesTheBearerToken) {
   Reply r = Scrape(server_->address(), pki_, nullptr, kToken);
   ASSERT_TRUE(r.connected);
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_TRUE(absl::StrContains(r.body, "herd_task_starts_total 3")) << r.body;
 }
 
-TEST_F(MetricsServerTest, RefusesAnonymousAndWrongTokens) {
+TEST_F(HttpsServerTest, RefusesAnonymousAndWrongTokens) {
   Reply none = Scrape(server_->address(), pki_, nullptr);
   ASSERT_TRUE(none.connected);
   EXPECT_EQ(none.status, 401);
@@ -153,27 +153,27 @@ TEST_F(MetricsServerTest, RefusesAnonymousAndWrongTokens) {
   EXPECT_EQ(prefix.status, 401);
 }
 
-TEST_F(MetricsServerTest, RefusesAMachineCertificate) {
+TEST_F(HttpsServerTest, RefusesAMachineCertificate) {
   Reply r = Scrape(server_->address(), pki_, &pki_.machine);
   ASSERT_TRUE(r.connected);
   EXPECT_EQ(r.status, 403);
   EXPECT_TRUE(absl::StrContains(r.body, "machine m1 may not read metrics")) << r.body;
 }
 
-TEST_F(MetricsServerTest, ACertificateOfAnotherCellFailsTheHandshake) {
+TEST_F(HttpsServerTest, ACertificateOfAnotherCellFailsTheHandshake) {
   Pki other = MakePki("other");
   Reply r = Scrape(server_->address(), pki_, &other.user);
   EXPECT_FALSE(r.connected && r.status == 200) << r.status << " " << r.body;
 }
 
-TEST_F(MetricsServerTest, OnlyGetMetricsWithinLimits) {
+TEST_F(HttpsServerTest, OnlyGetMetricsWithinLimits) {
   Reply post = Scrape(server_->address(), pki_, &pki_.user, "", /*post=*/true);
   ASSERT_TRUE(post.connected);
   EXPECT_NE(post.status, 200);
   EXPECT_FALSE(absl::StrContains(post.body, "herd_task_starts_total"));
 }
 
-TEST(MetricsServer, TokenFilesMustBePrivateAndLongEnough) {
+TEST(HttpsServer, TokenFilesMustBePrivateAndLongEnough) {
   EXPECT_FALSE(ReadTokenFile(TempFile("open", std::string(kToken), 0644)).ok());
   EXPECT_FALSE(ReadTokenFile(TempFile("short", "abc", 0600)).ok());
   EXPECT_FALSE(ReadTokenFile(TempFile("two", "abcdefgh ijklmnopq", 0600)).ok());
@@ -183,14 +183,14 @@ TEST(MetricsServer, TokenFilesMustBePrivateAndLongEnough) {
   EXPECT_EQ(*ok, kToken);
 }
 
-TEST(MetricsServer, BadAddressesAreRefused) {
+TEST(HttpsServer, BadAddressesAreRefused) {
   Pki p = MakePki("local");
-  Registry r;
+  metrics::Registry r;
   for (const char* a : {"nope", "127.0.0.1:99999", ":80"}) {
-    MetricsServerOptions o;
+    HttpsServerOptions o;
     o.address = a;
     o.identity = p.master;
-    EXPECT_EQ(MetricsServer::Start(o, &r).status().code(), absl::StatusCode::kInvalidArgument) << a;
+    EXPECT_EQ(HttpsServer::Start(o, &r).status().code(), absl::StatusCode::kInvalidArgument) << a;
   }
 }
 
@@ -230,7 +230,7 @@ SSL_SESSION* Handshake(const std::string& address, SSL_SESSION* session, bool* r
 // client certificates asked for, OpenSSL fails such a handshake unless the
 // server set a session id context: Chromium then failed every script the UI
 // loaded over a second connection (ERR_SSL_PROTOCOL_ERROR).
-TEST_F(MetricsServerTest, ASecondConnectionResumesTheSession) {
+TEST_F(HttpsServerTest, ASecondConnectionResumesTheSession) {
   bool reused = false;
   SSL_SESSION* first = Handshake(server_->address(), nullptr, &reused);
   ASSERT_NE(first, nullptr);
@@ -302,14 +302,14 @@ class RawClient {
 // hold it or grow it.
 class LimitsTest : public ServerTest {
  protected:
-  void Start(MetricsServerOptions o) {
+  void Start(HttpsServerOptions o) {
     o.pages = [](const HttpRequest& r) { return HttpReply{200, "text/plain", "page " + r.path + "\n", {}}; };
     ServerTest::Start(std::move(o));
   }
 };
 
 TEST_F(LimitsTest, IdleConnectionsHoldNobodyUp) {
-  MetricsServerOptions o;
+  HttpsServerOptions o;
   o.threads = 1;
   o.head_timeout_ms = 120'000;  // the idle ones stay for the whole test
   Start(std::move(o));
@@ -326,7 +326,7 @@ TEST_F(LimitsTest, IdleConnectionsHoldNobodyUp) {
 }
 
 TEST_F(LimitsTest, AHeadTooLargeOrTooSlowIsCutOff) {
-  MetricsServerOptions o;
+  HttpsServerOptions o;
   o.head_timeout_ms = 1'000;
   Start(std::move(o));
   signal(SIGPIPE, SIG_IGN);  // writes to a connection the server cut
@@ -359,7 +359,7 @@ TEST_F(LimitsTest, AHeadTooLargeOrTooSlowIsCutOff) {
 }
 
 TEST_F(LimitsTest, ConnectionsPerClientAreCapped) {
-  MetricsServerOptions o;
+  HttpsServerOptions o;
   o.max_connections_per_client = 3;
   o.head_timeout_ms = 120'000;
   Start(std::move(o));
@@ -379,7 +379,7 @@ TEST_F(LimitsTest, ConnectionsPerClientAreCapped) {
 // no answer. Now a client from a network holding fewer takes the oldest idle
 // connection of the network holding the most; clients that talk keep theirs.
 TEST_F(LimitsTest, IdleConnectionsFromManyAddressesCannotLockOutAScrape) {
-  MetricsServerOptions o;
+  HttpsServerOptions o;
   o.max_connections = 4;
   o.max_connections_per_client = 3;
   o.head_timeout_ms = 120'000;  // the idle ones would stay for the whole test
@@ -402,7 +402,7 @@ TEST_F(LimitsTest, IdleConnectionsFromManyAddressesCannotLockOutAScrape) {
 }
 
 TEST_F(LimitsTest, NoRangesAndSecurityHeadersEverywhere) {
-  Start(MetricsServerOptions());
+  Start(HttpsServerOptions());
   RawClient c(server_->address());
   ASSERT_TRUE(c.Send("GET /some/page HTTP/1.1\r\nHost: x\r\nRange: bytes=0-,0-,0-,0-\r\nConnection: close\r\n\r\n"));
   const std::string answer = c.ReadAll();
@@ -417,4 +417,4 @@ TEST_F(LimitsTest, NoRangesAndSecurityHeadersEverywhere) {
 }
 
 }  // namespace
-}  // namespace herd::metrics
+}  // namespace herd::https
