@@ -84,6 +84,11 @@ void AddMasterFlags(CLI::App* cmd, master::ServerOptions* o, MasterFlags* f) {
                   "0: no limit")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--max-requests-per-user", o->max_requests_per_user,
+                  "Unary requests each user may have in flight at once (each holds a server thread while served); "
+                  "0: no limit")
+      ->capture_default_str()
+      ->check(CLI::Range(0, rpc::kMaxServerThreads));
   cmd->add_option("--max-streams", o->max_streams,
                   "Open streams the master serves in all, at most half its server threads so other calls always find "
                   "one")

@@ -45,6 +45,14 @@ absl::StatusOr<Principal> HerdService::Admit(const grpc::ServerContext* ctx) {
   return who;
 }
 
+absl::Status HerdService::HoldCall(const Principal& who, const char* what, StreamLimits::Slot* slot) {
+  if (calls_ == nullptr) return absl::OkStatus();
+  absl::StatusOr<StreamLimits::Slot> held = calls_->Acquire(who, what);
+  if (!held.ok()) return held.status();
+  *slot = std::move(*held);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<StreamLimits::Slot> HerdService::OpenStream(grpc::ServerContext* ctx, const Principal& who,
                                                            const std::string& what) {
   if (streams_ == nullptr) return StreamLimits::Slot();
@@ -76,6 +84,10 @@ void HerdService::CaughtUp(grpc::ServerContext* ctx, int64_t revision) {
 #define HERD_CALL_IMPL(api, method, change)                                             \
   absl::StatusOr<Principal> who = Admit(ctx);                                         \
   if (!who.ok()) return rpc::ToGrpc(who.status());                                   \
+  StreamLimits::Slot call_slot;                                                       \
+  if (absl::Status held = HoldCall(*who, #method, &call_slot); !held.ok()) {          \
+    return rpc::ToGrpc(held);                                                         \
+  }                                                                                   \
   if (change && forwarder_ != nullptr && !core_->leading()) {                         \
     int64_t revision = 0;                                                             \
     std::optional<grpc::Status> forwarded =                                           \
@@ -159,6 +171,8 @@ grpc::Status HerdService::Why(grpc::ServerContext* ctx, const v1::WhyRequest* re
 grpc::Status HerdService::GetCell(grpc::ServerContext* ctx, const v1::GetCellRequest*, v1::CellInfo* out) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
+  StreamLimits::Slot call_slot;
+  if (absl::Status held = HoldCall(*who, "GetCell", &call_slot); !held.ok()) return rpc::ToGrpc(held);
   Barrier();
   grpc::Status st = Reply(core_->machines().GetCell(*who), out);
   Describe(out);
@@ -182,6 +196,8 @@ grpc::Status HerdService::CreateWebLogin(grpc::ServerContext* ctx, const v1::Cre
                                          v1::CreateWebLoginResponse* out) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
+  StreamLimits::Slot call_slot;
+  if (absl::Status held = HoldCall(*who, "CreateWebLogin", &call_slot); !held.ok()) return rpc::ToGrpc(held);
   if (absl::Status st = core_->access().OpenWebUi(*who); !st.ok()) return rpc::ToGrpc(st);
   if (web_ == nullptr || http_.empty()) {
     return rpc::ToGrpc(absl::FailedPreconditionError(
@@ -226,6 +242,8 @@ grpc::Status HerdService::QueryHistory(grpc::ServerContext* ctx, const v1::Query
   constexpr int32_t kMaxRows = 100'000;
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
+  StreamLimits::Slot call_slot;
+  if (absl::Status held = HoldCall(*who, "QueryHistory", &call_slot); !held.ok()) return rpc::ToGrpc(held);
   if (forwarder_ != nullptr && !core_->leading()) {
     int64_t revision = 0;
     std::optional<grpc::Status> forwarded =
@@ -275,6 +293,8 @@ grpc::Status HerdService::ListAlerts(grpc::ServerContext* ctx, const v1::ListAle
                                      v1::ListAlertsResponse* out) {
   absl::StatusOr<Principal> who = Admit(ctx);
   if (!who.ok()) return rpc::ToGrpc(who.status());
+  StreamLimits::Slot call_slot;
+  if (absl::Status held = HoldCall(*who, "ListAlerts", &call_slot); !held.ok()) return rpc::ToGrpc(held);
   if (forwarder_ != nullptr && !core_->leading()) {
     int64_t revision = 0;
     std::optional<grpc::Status> forwarded = forwarder_->Call(ctx, *req, out, &v1::Herd::Stub::ListAlerts, &revision);

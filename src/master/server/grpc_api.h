@@ -65,6 +65,8 @@ class HerdService final : public v1::Herd::Service {
   // The caps on open streams every streaming call takes a slot of (null: no
   // caps). Set before the server starts; must outlive it.
   void SetStreamLimits(StreamLimits* streams) { streams_ = streams; }
+  // Each user's unary requests in flight (--max-requests-per-user).
+  void SetCallLimits(StreamLimits* calls) { calls_ = calls; }
   // What only the server knows of the cell (leader, role, store, its
   // addresses), as GetCell reports it.
   void Describe(v1::CellInfo* out) const;
@@ -122,6 +124,8 @@ class HerdService final : public v1::Herd::Service {
   void Barrier();
   // A slot for who's stream `what` (StreamLimits), or why not.
   // A slot for `who`'s stream, ended through `ctx` should the credential
+  // A slot for one of `who`'s unary requests in flight, or RESOURCE_EXHAUSTED.
+  absl::Status HoldCall(const Principal& who, const char* what, StreamLimits::Slot* slot);
   // that opened it be revoked.
   absl::StatusOr<StreamLimits::Slot> OpenStream(grpc::ServerContext* ctx, const Principal& who, const std::string& what);
 
@@ -142,6 +146,7 @@ class HerdService final : public v1::Herd::Service {
   std::string dns_;
   web::WebUi* web_ = nullptr;
   StreamLimits* streams_ = nullptr;
+  StreamLimits* calls_ = nullptr;
 };
 
 // Polls agents over gRPC as the master (credential `self`), one cached

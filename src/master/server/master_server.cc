@@ -127,6 +127,7 @@ absl::StatusOr<std::unique_ptr<alerts::AlertManager>> MakeAlerts(const ServerOpt
 struct Api {
   std::unique_ptr<RateLimiter> limiter;
   std::unique_ptr<StreamLimits> streams;  // outlives the server's calls
+  std::unique_ptr<StreamLimits> calls;    // unary requests in flight, likewise
   std::unique_ptr<HerdService> service;
   // The Framework API (issue #17): served by every master, answered by the
   // leader's manager (StartFrameworks once this master leads).
@@ -253,6 +254,12 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
   });
   api.service = std::make_unique<HerdService>(core, api.limiter.get(), forwarder);
   api.service->SetStreamLimits(api.streams.get());
+  api.calls = std::make_unique<StreamLimits>(StreamLimits::Options{.per_user = options.max_requests_per_user,
+                                                                   .total = 0,
+                                                                   .counted = "requests in flight",
+                                                                   .per_user_flag = "--max-requests-per-user",
+                                                                   .total_flag = ""});
+  api.service->SetCallLimits(api.calls.get());
   api.frameworks_service = std::make_unique<FrameworksService>(
       [service = api.service.get()](const grpc::ServerContext* ctx) { return service->Admit(ctx); }, api.streams.get());
   api.service->SetReadBarrier(std::move(read_barrier));

@@ -28,6 +28,10 @@ struct ServerOptions {
   // server's threads so other calls always find one (#33). 0: no cap.
   int max_streams_per_user = 8;
   int max_streams = 128;
+  // Unary requests each user may have in flight at once (a thread each
+  // while served), so one user's slow calls cannot hold the threads the
+  // others need (#33). 0: no cap.
+  int max_requests_per_user = 64;
   // Where the state lives: "" = SQLite in data_dir (one master); or
   // "etcd://HOST:PORT,HOST:PORT/PREFIX" = replicated masters sharing an etcd
   // cluster: this one follows (hot) until it wins the leader lease, then

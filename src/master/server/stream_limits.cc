@@ -30,16 +30,16 @@ absl::StatusOr<StreamLimits::Slot> StreamLimits::Acquire(const Principal& who, c
   const std::string key = user ? (who.acting_user.empty() ? who.name : who.acting_user) : "";
   absl::MutexLock l(&mu_);
   if (opts_.total > 0 && open_ >= opts_.total) {
-    return absl::ResourceExhaustedError(absl::StrCat(what, ": the cell has ", open_,
-                                                     " open streams, its limit (--max-streams ", opts_.total,
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": the cell has ", open_, " ", opts_.counted,
+                                                     ", its limit (", opts_.total_flag, " ", opts_.total,
                                                      "); try again once some end"));
   }
   if (user && opts_.per_user > 0) {
     auto it = by_user_.find(key);
     if (it != by_user_.end() && it->second >= opts_.per_user) {
-      return absl::ResourceExhaustedError(absl::StrCat(what, ": ", key, " has ", it->second,
-                                                       " open streams, the limit per user (--max-streams-per-user ",
-                                                       opts_.per_user, "); close one first"));
+      return absl::ResourceExhaustedError(absl::StrCat(what, ": ", key, " has ", it->second, " ", opts_.counted,
+                                                       ", the limit per user (", opts_.per_user_flag, " ",
+                                                       opts_.per_user, "); wait for one to end"));
     }
   }
   ++open_;

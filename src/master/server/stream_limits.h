@@ -5,7 +5,9 @@
 // streaming handler takes a Slot before it serves: at most `per_user` open
 // streams per user, and at most `total` in the cell, kept well below the
 // server's threads (rpc::kMaxServerThreads) so unary calls always find one.
-// A refused stream gets RESOURCE_EXHAUSTED naming the cap.
+// A refused stream gets RESOURCE_EXHAUSTED naming the cap. A second
+// instance counts each user's unary requests in flight (#33 item 4: one
+// user's slow calls, such as history queries, cannot take every thread).
 #pragma once
 
 #include <atomic>
@@ -25,6 +27,11 @@ class StreamLimits {
   struct Options {
     int per_user = 8;  // <= 0: no per-user cap
     int total = 128;   // <= 0: no cell-wide cap
+    // How refusals name what is counted and the flags that set the caps
+    // (the same class counts unary requests in flight: HerdService).
+    std::string counted = "open streams";
+    std::string per_user_flag = "--max-streams-per-user";
+    std::string total_flag = "--max-streams";
   };
   // An open stream, counted until it is destroyed.
   class Slot {

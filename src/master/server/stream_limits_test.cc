@@ -46,6 +46,26 @@ TEST(StreamLimitsTest, CapsEachUserAndTheCell) {
   EXPECT_TRUE(m1.ok() && m2.ok());
 }
 
+// #33 item 4: each user's unary requests in flight are counted the same
+// way (HerdService holds a slot while it serves one), and a refusal says so.
+TEST(StreamLimitsTest, RequestsInFlightPerUser) {
+  StreamLimits calls({.per_user = 2,
+                      .total = 0,
+                      .counted = "requests in flight",
+                      .per_user_flag = "--max-requests-per-user",
+                      .total_flag = ""});
+  std::vector<StreamLimits::Slot> held;
+  for (int i = 0; i < 2; ++i) held.push_back(std::move(*calls.Acquire(Principal::User("bob"), "QueryHistory")));
+  auto refused = calls.Acquire(Principal::User("bob"), "GetJob");
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(refused.status().message(),
+            "GetJob: bob has 2 requests in flight, the limit per user (--max-requests-per-user 2); wait for one to end");
+  // Others are not held up by bob, and no cell-wide cap applies.
+  for (int i = 0; i < 50; ++i) EXPECT_TRUE(calls.Acquire(Principal::User("alice"), "GetJob").ok());
+  held.pop_back();  // one of bob's answered
+  EXPECT_TRUE(calls.Acquire(Principal::User("bob"), "GetJob").ok());
+}
+
 // #33 L4: an open stream outlived its credential's revocation.
 TEST(StreamLimitsTest, ARevokedCredentialsStreamsEnd) {
   StreamLimits limits({.per_user = 4, .total = 8});
