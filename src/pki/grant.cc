@@ -52,4 +52,10 @@ absl::Status CheckGrant(const v1::AccessGrant& grant, absl::string_view ca_pem, 
   return absl::OkStatus();
 }
 
+int64_t GrantIssuedMs(const v1::AccessGrant& grant) {
+  v1::AccessGrant::Body body;
+  if (!body.ParseFromString(grant.body())) return 0;
+  return body.expires_unix_ms() - kGrantValidMs;
+}
+
 }  // namespace herd::pki

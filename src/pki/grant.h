@@ -13,6 +13,12 @@
 
 namespace herd::pki {
 
+// How long a grant may be used to start an exec or a log read (the stream
+// then lasts as long as it lasts): it expires this long after the master
+// signed it, so an agent takes expires_unix_ms - kGrantValidMs as the time
+// it was issued (to refuse the grants of a user revoked since, #33).
+inline constexpr int64_t kGrantValidMs = 60'000;
+
 // A grant for `user` (the name of the certificate that will present it).
 absl::StatusOr<v1::AccessGrant> SignGrant(const Credential& master, absl::string_view user, absl::string_view machine,
                                           absl::string_view run_id, v1::AccessAction action,
@@ -24,5 +30,9 @@ absl::StatusOr<v1::AccessGrant> SignGrant(const Credential& master, absl::string
 absl::Status CheckGrant(const v1::AccessGrant& grant, absl::string_view ca_pem, absl::string_view user,
                         absl::string_view machine, absl::string_view run_id, v1::AccessAction action,
                         int64_t now_unix_ms);
+
+// When the master issued `grant` (Unix ms): its expiry less kGrantValidMs;
+// 0 if its body does not parse. Check it with CheckGrant first.
+int64_t GrantIssuedMs(const v1::AccessGrant& grant);
 
 }  // namespace herd::pki

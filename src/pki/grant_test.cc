@@ -56,6 +56,15 @@ TEST_F(GrantTest, AMastersGrantOpensExactlyWhatItNames) {
   }
 }
 
+// Agents date a grant by its expiry (#33: a grant issued before its user's
+// revocation is refused).
+TEST_F(GrantTest, AGrantIsDatedByItsExpiry) {
+  EXPECT_EQ(GrantIssuedMs(Grant(master_, kNowMs + kGrantValidMs)), kNowMs);
+  v1::AccessGrant bad;
+  bad.set_body("\xff\xff not a body");
+  EXPECT_EQ(GrantIssuedMs(bad), 0);
+}
+
 TEST_F(GrantTest, OnlyAMasterOfThisCellCanSign) {
   // A user of this cell signing a grant for themselves.
   auto alice = IssueCredential(ca_, {Role::kUser, "alice", true}, kNowS, kGrantYear);

@@ -19,6 +19,7 @@
 #include "agent/server/extensions.h"
 #include "https/https_server.h"
 #include "agent/server/logs.h"
+#include "agent/server/revocations.h"
 #include "agent/supervisor/supervisor.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -41,36 +42,55 @@ class AgentService final : public v1::Agent::Service {
         name_(std::move(name)),
         ca_pem_(std::move(ca_pem)),
         shim_path_(std::move(shim_path)),
-        clock_(clock) {}
+        clock_(clock),
+        revocations_(clock) {}
 
   grpc::Status Poll(grpc::ServerContext* ctx, const v1::PollRequest* req, v1::PollResponse* resp) override {
-    return polls_->Poll(ctx, *req, resp);
+    grpc::Status st = polls_->Poll(ctx, *req, resp);
+    // Only the master's word (Poll refuses anyone else) on who was revoked.
+    if (st.ok()) revocations_.Update(req->revoked());
+    return st;
   }
 
   grpc::Status ReadLogs(grpc::ServerContext* ctx, const v1::ReadLogsRequest* req,
                         grpc::ServerWriter<v1::LogChunk>* writer) override {
-    if (absl::Status st = Admit(ctx, req->grant(), req->run_id(), v1::READ_LOGS); !st.ok()) return rpc::ToGrpc(st);
-    return ServeLogs(*sup_, ctx, *req, writer);
+    std::unique_ptr<Revocations::Stream> stream;
+    if (absl::Status st = Admit(ctx, req->grant(), req->run_id(), v1::READ_LOGS, &stream); !st.ok()) {
+      return rpc::ToGrpc(st);
+    }
+    return ServeLogs(*sup_, ctx, *req, writer, stream.get());
   }
 
   grpc::Status Exec(grpc::ServerContext* ctx, const v1::ExecRequest* req,
                     grpc::ServerWriter<v1::ExecOutput>* writer) override {
-    if (absl::Status st = Admit(ctx, req->grant(), req->run_id(), v1::EXEC); !st.ok()) return rpc::ToGrpc(st);
-    return ServeExec(*sup_, shim_path_, ctx, *req, writer);
+    std::unique_ptr<Revocations::Stream> stream;
+    if (absl::Status st = Admit(ctx, req->grant(), req->run_id(), v1::EXEC, &stream); !st.ok()) {
+      return rpc::ToGrpc(st);
+    }
+    return ServeExec(*sup_, shim_path_, ctx, *req, writer, stream.get());
   }
 
  private:
   // The master may read and exec anything here; a user needs the master's
-  // grant for this run and action, made out to them.
+  // grant for this run and action, made out to them, issued (and presented
+  // with a credential issued) after any revocation of theirs the master's
+  // polls told of. A user's stream is registered in *stream while it lasts,
+  // so a later revocation ends it.
   absl::Status Admit(grpc::ServerContext* ctx, const v1::AccessGrant& grant, const std::string& run_id,
-                     v1::AccessAction action) {
+                     v1::AccessAction action, std::unique_ptr<Revocations::Stream>* stream) {
     absl::StatusOr<pki::CertInfo> caller = rpc::Caller(ctx);
     if (!caller.ok()) return caller.status();
     if (caller->subject.role == pki::Role::kMaster) return absl::OkStatus();
     absl::Status st = pki::CheckGrant(grant, ca_pem_, caller->subject.name, name_, run_id, action, clock_->NowMs());
-    if (!st.ok()) HERD_LOG_WARN("refused {} for {}: {}", action == v1::EXEC ? "an exec" : "a log read",
-                                pki::Describe(caller->subject), st.message());
-    return st;
+    const int64_t issued_ms = pki::GrantIssuedMs(grant);
+    if (st.ok()) st = revocations_.Check(caller->subject.name, issued_ms, caller->issued_s());
+    if (!st.ok()) {
+      HERD_LOG_WARN("refused {} for {}: {}", action == v1::EXEC ? "an exec" : "a log read",
+                    pki::Describe(caller->subject), st.message());
+      return st;
+    }
+    *stream = revocations_.Open(caller->subject.name, issued_ms, caller->issued_s(), ctx);
+    return absl::OkStatus();
   }
 
   Supervisor* const sup_;
@@ -79,6 +99,7 @@ class AgentService final : public v1::Agent::Service {
   const std::string ca_pem_;
   const std::string shim_path_;  // for herd-shim --enter; empty: next to herd
   Clock* const clock_;
+  Revocations revocations_;
 };
 
 std::string HostName() {

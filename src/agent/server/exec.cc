@@ -8,7 +8,8 @@
 namespace herd::agent {
 
 grpc::Status ServeExec(const Supervisor& sup, const std::string& shim_path, grpc::ServerContext* ctx,
-                       const v1::ExecRequest& req, grpc::ServerWriter<v1::ExecOutput>* writer) {
+                       const v1::ExecRequest& req, grpc::ServerWriter<v1::ExecOutput>* writer,
+                       const Revocations::Stream* stream) {
   if (req.argv().empty()) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "exec needs a command");
   absl::StatusOr<ProcessId> task = sup.TaskOf(req.run_id());
   if (!task.ok()) return rpc::ToGrpc(task.status());
@@ -31,8 +32,12 @@ grpc::Status ServeExec(const Supervisor& sup, const std::string& shim_path, grpc
         if (!writer->Write(out)) client_gone = true;
         return !client_gone;
       },
-      [&] { return !ctx->IsCancelled(); });
+      [&] { return !ctx->IsCancelled() && !(stream != nullptr && stream->revoked()); });
   if (!r.ok()) return rpc::ToGrpc(r.status());
+  if (stream != nullptr && stream->revoked()) {
+    HERD_LOG_INFO("exec in run {} ended: {}", req.run_id(), stream->Why());
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, stream->Why());
+  }
   if (r->cancelled || client_gone) return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
   v1::ExecOutput last;
   last.set_exited(r->exited);

@@ -17,7 +17,7 @@ constexpr auto kFollowPoll = std::chrono::milliseconds(200);
 }  // namespace
 
 grpc::Status ServeLogs(const Supervisor& sup, grpc::ServerContext* ctx, const v1::ReadLogsRequest& req,
-                       grpc::ServerWriter<v1::LogChunk>* writer) {
+                       grpc::ServerWriter<v1::LogChunk>* writer, const Revocations::Stream* stream) {
   auto path = sup.LogPath(req.run_id(), req.stderr());
   if (!path.ok()) return rpc::ToGrpc(path.status());
   // The stream and its rotated predecessors (stdout.K .. stdout.1), and
@@ -26,6 +26,7 @@ grpc::Status ServeLogs(const Supervisor& sup, grpc::ServerContext* ctx, const v1
   if (!reader.ok()) return rpc::ToGrpc(reader.status());
   std::string buf;
   while (!ctx->IsCancelled()) {
+    if (stream != nullptr && stream->revoked()) return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, stream->Why());
     buf.clear();
     absl::StatusOr<size_t> n = reader->Read(&buf, kChunkBytes);
     if (!n.ok()) return rpc::ToGrpc(n.status());

@@ -19,8 +19,8 @@
 namespace herd::master {
 
 // How long a grant may be used to start an exec or a log read (the stream
-// then lasts as long as it lasts).
-inline constexpr int64_t kGrantValidMs = 60'000;
+// then lasts as long as it lasts; agents end it when its user is revoked).
+using pki::kGrantValidMs;
 
 class AccessApi {
  public:

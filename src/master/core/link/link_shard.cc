@@ -27,6 +27,25 @@ std::string Summarize(const absl::Status& st, int64_t timeout_ms) {
 
 }  // namespace
 
+void AddRecentRevocations(const cell::CellState& s, int64_t now_ms, v1::PollRequest* req) {
+  std::vector<const v1::User*> recent;
+  for (const auto& [name, user] : s.users()) {
+    if (user.revoked_before_s() > 0 && user.revoked_before_s() * 1000 >= now_ms - kRevocationWindowMs) {
+      recent.push_back(&user);
+    }
+  }
+  if (recent.size() > kMaxRevokedPerPoll) {
+    std::partial_sort(recent.begin(), recent.begin() + kMaxRevokedPerPoll, recent.end(),
+                      [](const v1::User* a, const v1::User* b) { return a->revoked_before_s() > b->revoked_before_s(); });
+    recent.resize(kMaxRevokedPerPoll);
+  }
+  for (const v1::User* user : recent) {
+    v1::RevokedUser* r = req->add_revoked();
+    r->set_name(user->name());
+    r->set_revoked_before_s(user->revoked_before_s());
+  }
+}
+
 struct LinkShard::Plan {
   std::string name;
   bool up = false;
@@ -331,6 +350,9 @@ std::shared_ptr<LinkShard::Plan> LinkShard::BuildPlan(const std::string& name) {
     } while (token == 0);
     req.set_lease_token(token);
     req.set_lease_ack(lease_ack);
+    // Users revoked lately: the agent refuses their grants issued before,
+    // and ends the exec and log streams those opened (#33).
+    AddRecentRevocations(s, clock_->NowMs(), &req);
     auto sent = std::make_shared<absl::flat_hash_set<std::string>>();
     auto versions = std::make_shared<RunVersions>();
     sent->reserve(m->tasks().size());

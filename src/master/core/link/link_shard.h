@@ -41,8 +41,19 @@
 #include "base/clock.h"
 #include "master/core/committer.h"
 #include "master/core/link/agent_link.h"
+#include "pki/grant.h"
 
 namespace herd::master {
+
+// Users revoked lately go to the agents on every poll (PollRequest.revoked),
+// so they refuse those users' grants issued before and end the exec and log
+// streams those opened (#33): every user whose revoked_before_s is within an
+// access grant's validity and a margin for clocks, at most the latest
+// kMaxRevokedPerPoll (past that, a grant of an older revocation lives out
+// its validity).
+inline constexpr int64_t kRevocationWindowMs = pki::kGrantValidMs + 60'000;
+inline constexpr size_t kMaxRevokedPerPoll = 256;
+void AddRecentRevocations(const cell::CellState& s, int64_t now_ms, v1::PollRequest* req);
 
 class LinkShard {
  public:

@@ -60,6 +60,61 @@ class DownRulesTest : public ::testing::Test {
 
 // Before: the 10% rule's window was poll_interval * down_after (3 s here),
 // so a 3-machine cell lost its machines one every 3-4 s.
+// Issue #33: every poll names the users revoked lately (within a grant's
+// validity and a margin), so agents refuse their grants issued before and
+// end the streams those opened; older revocations are not sent.
+TEST_F(DownRulesTest, PollsNameTheUsersRevokedLately) {
+  Start(1, {});
+  Round();
+  EXPECT_EQ(link_.LastRequest("m0:1").revoked_size(), 0);
+  const int64_t now_s = clock_.NowMs() / 1000;
+  auto revoke = [&](const std::string& name, int64_t before_s) {
+    absl::StatusOr<int64_t> rev =
+        core_->committer().Commit("test", [&](const cell::CellState&) -> absl::StatusOr<std::vector<v1::Mutation>> {
+          v1::Mutation m;
+          v1::User* u = m.mutable_user_set()->mutable_user();
+          u->set_name(name);
+          u->set_revoked_before_s(before_s);
+          return std::vector<v1::Mutation>{m};
+        });
+    ASSERT_TRUE(rev.ok()) << rev.status();
+  };
+  revoke("alice", now_s + 1);
+  revoke("carol", now_s - kRevocationWindowMs / 1000 - 10);  // long ago
+  Round();
+  v1::PollRequest req = link_.LastRequest("m0:1");
+  ASSERT_EQ(req.revoked_size(), 1) << req.ShortDebugString();
+  EXPECT_EQ(req.revoked(0).name(), "alice");
+  EXPECT_EQ(req.revoked(0).revoked_before_s(), now_s + 1);
+  // Every poll carries it, while it lasts.
+  Round();
+  EXPECT_EQ(link_.LastRequest("m0:1").revoked_size(), 1);
+  // Past the window (no grant issued before can still be used): not sent.
+  clock_.AdvanceMs(kRevocationWindowMs);
+  Round();
+  EXPECT_EQ(link_.LastRequest("m0:1").revoked_size(), 0);
+}
+
+// At most the latest kMaxRevokedPerPoll.
+TEST(RecentRevocations, AreBoundedKeepingTheLatest) {
+  cell::CellState s;
+  const int64_t now_s = 1'800'000'000;
+  for (size_t i = 0; i < kMaxRevokedPerPoll + 5; ++i) {
+    v1::Mutation m;
+    v1::User* u = m.mutable_user_set()->mutable_user();
+    u->set_name(absl::StrCat("u", i));
+    // Within the window, two or three users a second.
+    u->set_revoked_before_s(now_s - static_cast<int64_t>(i % 100));
+    ASSERT_TRUE(s.Apply(m).ok());
+  }
+  v1::PollRequest req;
+  AddRecentRevocations(s, now_s * 1000, &req);
+  ASSERT_EQ(static_cast<size_t>(req.revoked_size()), kMaxRevokedPerPoll);
+  // The five left out are of the oldest seconds (99 and 98 ago, two each,
+  // and one of 97).
+  for (const v1::RevokedUser& r : req.revoked()) EXPECT_GE(r.revoked_before_s(), now_s - 97) << r.name();
+}
+
 TEST_F(DownRulesTest, ASmallCellLosesAtMostOneMachineAWindow) {
   LinkShard::Options link;
   link.hold_above_fraction = 1.0;  // this test is about the rate alone
