@@ -951,4 +951,25 @@ std::string Summarize(const v1::ListTasksResponse& r) {
   return absl::StrJoin(parts, "; ");
 }
 
+Archive MakeArchive(const TestDir& dir, const std::string& name, const std::string& text) {
+  const std::string src = dir.Write(name + "/bin/hello.txt", text);
+  const std::string root = src.substr(0, src.rfind("/bin/"));
+  Archive a;
+  a.path = root + ".tar";
+  RunResult made = Run({"/usr/bin/tar", "-cf", a.path, "-C", root, "."});
+  EXPECT_EQ(made.exit_code, 0) << made.Describe();
+  RunResult sum = Run({"/usr/bin/sha256sum", a.path});
+  EXPECT_EQ(sum.exit_code, 0) << sum.Describe();
+  a.sha256 = sum.out.substr(0, 64);
+  return a;
+}
+
+Cell::Options TenantCellOptions(std::vector<std::string> master_flags) {
+  Cell::Options o;
+  o.user = "alice";
+  o.admins = {"root"};  // alice, bob and carol are plain users
+  o.master_flags = std::move(master_flags);
+  return o;
+}
+
 }  // namespace herd::harness

@@ -344,6 +344,17 @@ class Cell {
   const Site& SiteOf(const std::string& process) const;
 };
 
+// A package archive made in `dir`: NAME.tar holding bin/hello.txt = `text`.
+struct Archive {
+  std::string path;
+  std::string sha256;  // lower-case hex
+};
+Archive MakeArchive(const TestDir& dir, const std::string& name, const std::string& text);
+
+// A shared cell's tenants (issue #33's attacks): alice (whose credential
+// Herd() presents), bob and carol are plain users; root is the admin.
+Cell::Options TenantCellOptions(std::vector<std::string> master_flags = {});
+
 // Task helpers over a ListTasksResponse.
 int CountTasks(const v1::ListTasksResponse& r, v1::Task::State state, v1::Task::Phase phase = v1::Task::PHASE_UNSPECIFIED);
 // Exactly `n` tasks, each RUNNING with a process (phase ACTIVE and a pid).

@@ -46,14 +46,8 @@ class ExecTest : public ::testing::Test {
   // A package archive made here holding bin/hello.txt = `text`: its path
   // and digest.
   std::pair<std::string, std::string> MakeArchive(const std::string& name, const std::string& text) {
-    std::string src = cell_.WriteSpec(name + "/bin/hello.txt", text);
-    std::string dir = src.substr(0, src.rfind("/bin/"));
-    std::string tar = dir + ".tar";
-    RunResult made = harness::Run({"/usr/bin/tar", "-cf", tar, "-C", dir, "."});
-    EXPECT_EQ(made.exit_code, 0) << made.Describe();
-    RunResult sum = harness::Run({"/usr/bin/sha256sum", tar});
-    EXPECT_EQ(sum.exit_code, 0) << sum.Describe();
-    return {tar, sum.out.substr(0, 64)};
+    harness::Archive a = harness::MakeArchive(cell_.dir(), name, text);
+    return {a.path, a.sha256};
   }
 
   // Runs a job with one package from `url` and checks the task sees it.

@@ -56,12 +56,6 @@ mode_t ModeOf(const std::string& path) {
 
 class HostileTest : public ::testing::Test {
  protected:
-  static Cell::Options CellOptions() {
-    Cell::Options o;
-    o.user = "alice";
-    o.admins = {"root"};  // alice and bob are plain users
-    return o;
-  }
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "needs root: tasks get uids of their own only from a root agent";
     ASSERT_TRUE(cell_.StartMaster().ok()) << cell_.LogTails();
@@ -73,7 +67,7 @@ class HostileTest : public ::testing::Test {
     return t.ok() ? t->DebugString() : t.status().ToString();
   }
 
-  Cell cell_{CellOptions()};
+  Cell cell_{harness::TenantCellOptions()};  // alice and bob are plain users
 };
 
 // C1: the task swaps a directory of its workdir for a symlink to a root-only

@@ -1,7 +1,7 @@
 // Issue #33's holes a hostile user of a shared cell opened in the master,
 // on a real cell: a user holding every API thread with streams (H3) and
-// request ids shared across users (L1). The framework caps (M2, M3) are
-// tested on the manager (src/master/core/frameworks/manager_test.cc).
+// request ids shared across users (L1). The other attacks on the master
+// (M2-M4, M6, L2-L4) are in tenant_attacks_test.cc.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,9 +11,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "harness/clients.h"
 #include "harness/harness.h"
 #include "herd/v1/api.grpc.pb.h"
-#include "pki/pki.h"
 #include "rpc/rpc.h"
 
 namespace herd {
@@ -37,48 +37,15 @@ class TenantLimitsTest : public ::testing::Test {
   explicit TenantLimitsTest(std::vector<std::string> master_flags = {absl::StrCat("--max-streams=", kCell)})
       : cell_(CellOptions(std::move(master_flags))) {}
   static Cell::Options CellOptions(std::vector<std::string> master_flags) {
-    Cell::Options o;
-    o.user = "alice";
-    o.admins = {"root"};  // alice, bob and carol are plain users
-    o.master_flags = std::move(master_flags);
-    return o;
+    return harness::TenantCellOptions(std::move(master_flags));
   }
   void SetUp() override { ASSERT_TRUE(cell_.StartMaster().ok()) << cell_.LogTails(); }
 
   std::unique_ptr<v1::Herd::Stub> Stub(const std::string& user) {
-    auto c = pki::LoadCredential(cell_.UserCredential(user));
-    EXPECT_TRUE(c.ok()) << c.status();
-    return v1::Herd::NewStub(rpc::Channel(cell_.master_address(), c.ok() ? *c : pki::Credential{},
-                                          rpc::MasterIdentity()));
+    return harness::MasterStub(cell_, cell_.UserCredential(user));
   }
-
-  // A WatchNames stream: open once its first message came.
-  struct Stream {
-    std::unique_ptr<grpc::ClientContext> ctx;
-    std::unique_ptr<grpc::ClientReader<v1::WatchNamesResponse>> reader;
-    grpc::Status refused;  // when it did not open
-    bool open = false;
-    void Close() {
-      if (!open) return;
-      ctx->TryCancel();
-      (void)reader->Finish();
-      open = false;
-    }
-  };
-  static Stream Watch(v1::Herd::Stub* stub, const std::string& name) {
-    Stream s;
-    s.ctx = rpc::Context("", 300'000);
-    v1::WatchNamesRequest req;
-    req.set_name(name);
-    s.reader = stub->WatchNames(s.ctx.get(), req);
-    v1::WatchNamesResponse first;
-    if (s.reader->Read(&first)) {
-      s.open = true;
-    } else {
-      s.refused = s.reader->Finish();
-    }
-    return s;
-  }
+  using Stream = harness::NamesStream;
+  static Stream Watch(v1::Herd::Stub* stub, const std::string& name) { return Stream::Watch(stub, name); }
 
   Cell cell_;
 };
