@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -164,11 +165,34 @@ absl::Status PackageCache::CheckLocal(const v1::Package& package) const {
       " (agent --package-file-dirs); use an http:// or https:// URL"));
 }
 
+std::shared_ptr<absl::Mutex> PackageCache::InstallLock(const std::string& sha256) {
+  absl::MutexLock l(&mu_);
+  std::weak_ptr<absl::Mutex>& w = installing_[sha256];
+  std::shared_ptr<absl::Mutex> m = w.lock();
+  if (m == nullptr) {
+    m = std::make_shared<absl::Mutex>();
+    w = m;
+  }
+  return m;
+}
+
+void PackageCache::ForgetInstallLock(const std::string& sha256) {
+  absl::MutexLock l(&mu_);
+  auto it = installing_.find(sha256);
+  if (it != installing_.end() && it->second.expired()) installing_.erase(it);
+}
+
 absl::Status PackageCache::Install(const v1::Package& package, const std::atomic<bool>* stop) {
   HERD_RETURN_IF_ERROR(Validate(package));
   HERD_RETURN_IF_ERROR(CheckLocal(package));
   const std::string sha = absl::AsciiStrToLower(package.sha256());
-  absl::MutexLock install(&install_mu_);
+  std::shared_ptr<absl::Mutex> lock = InstallLock(sha);
+  // Destroyed in reverse: unlocked, then the lock forgotten if unused.
+  absl::Cleanup forget = [&] {
+    lock.reset();
+    ForgetInstallLock(sha);
+  };
+  absl::MutexLock install(lock.get());
   {
     absl::MutexLock l(&mu_);
     if (entries_.contains(sha)) return absl::OkStatus();

@@ -115,8 +115,12 @@ class PackageCache {
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> refs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> doomed_ ABSL_GUARDED_BY(mu_);
-  // One install per digest at a time.
-  absl::Mutex install_mu_;
+  // One install per digest at a time; installs of different digests run
+  // at once, so one slow or stalled URL holds up only its own digest (#33:
+  // one user's package could stall every other package on the machine).
+  std::shared_ptr<absl::Mutex> InstallLock(const std::string& sha256);
+  void ForgetInstallLock(const std::string& sha256);
+  std::map<std::string, std::weak_ptr<absl::Mutex>> installing_ ABSL_GUARDED_BY(mu_);
 };
 
 // The size of a directory tree's files (not following symlinks).

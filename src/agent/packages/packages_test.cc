@@ -7,6 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include <thread>
+
+#include <atomic>
+
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "agent/packages/package_cache.h"
@@ -305,6 +312,47 @@ TEST_F(PackagesTest, ResumedBytesOfAnotherVersionAreFetchedAgain) {
   std::optional<std::string> root = (*cache)->Lookup(sha);
   ASSERT_TRUE(root);
   EXPECT_EQ(Slurp(*root + "/big.txt"), std::string(300'000, 'n'));
+}
+
+// One package's URL that answers and then stalls holds up that digest
+// only: another digest installs meanwhile (it used to wait behind it, up
+// to the fetch's stall limit, on every package of the machine).
+TEST_F(PackagesTest, AStalledFetchHoldsUpOnlyItsOwnDigest) {
+  std::unique_ptr<PackageCache> cache = OpenCache(1 << 30);
+  std::atomic<bool> release{false};
+  herd::testing::HttpServer slow([&](const herd::testing::HttpRequest&, herd::testing::HttpConn& conn) {
+    // Headers and a little of the body, then nothing until released.
+    conn.Write("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nxxxx");
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  });
+  const v1::Package stalled = MakePackage("stalled", std::string(64, 'd'), slow.Url("stalled.tar"));
+  std::atomic<bool> stalled_done{false}, quick_done{false};
+  absl::Status quick_status;
+  std::thread first, second;
+  absl::Cleanup end = [&] {  // whatever happens, the stalled fetch ends
+    release = true;
+    if (second.joinable()) second.join();
+    if (first.joinable()) first.join();
+  };
+  first = std::thread([&] {
+    (void)cache->Install(stalled);
+    stalled_done = true;
+  });
+  ASSERT_TRUE(Eventually([&] { return slow.request_count() == 1; }));
+  // The other digest installs while the first is stalled.
+  const v1::Package quick = DataPackage("quick", "here at once");
+  second = std::thread([&] {
+    quick_status = cache->Install(quick);
+    quick_done = true;
+  });
+  // (Bounded well below the stalled fetch's stall limit, 30 s, so waiting
+  // behind it shows as a failure here.)
+  const bool installed_meanwhile = Eventually([&] { return quick_done.load(); }, std::chrono::seconds(10));
+  EXPECT_FALSE(stalled_done.load());
+  std::move(end).Invoke();
+  EXPECT_TRUE(installed_meanwhile) << "the second digest waited for the stalled one";
+  EXPECT_TRUE(quick_status.ok()) << quick_status;
+  EXPECT_TRUE(cache->Lookup(quick.sha256()).has_value());
 }
 
 TEST_F(PackagesTest, LruEvictionNeverEvictsAPackageInUse) {
