@@ -16,6 +16,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "agent/packages/package_cache.h"
 #include "agent/packages/test_util.h"
 #include "testing/http_server.h"
@@ -319,18 +320,18 @@ TEST_F(PackagesTest, ResumedBytesOfAnotherVersionAreFetchedAgain) {
 // to the fetch's stall limit, on every package of the machine).
 TEST_F(PackagesTest, AStalledFetchHoldsUpOnlyItsOwnDigest) {
   std::unique_ptr<PackageCache> cache = OpenCache(1 << 30);
-  std::atomic<bool> release{false};
+  absl::Notification release;
   herd::testing::HttpServer slow([&](const herd::testing::HttpRequest&, herd::testing::HttpConn& conn) {
     // Headers and a little of the body, then nothing until released.
     conn.Write("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nxxxx");
-    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    release.WaitForNotification();
   });
   const v1::Package stalled = MakePackage("stalled", std::string(64, 'd'), slow.Url("stalled.tar"));
   std::atomic<bool> stalled_done{false}, quick_done{false};
   absl::Status quick_status;
   std::thread first, second;
   absl::Cleanup end = [&] {  // whatever happens, the stalled fetch ends
-    release = true;
+    if (!release.HasBeenNotified()) release.Notify();
     if (second.joinable()) second.join();
     if (first.joinable()) first.join();
   };
