@@ -90,10 +90,9 @@ void AddMasterFlags(CLI::App* cmd, master::ServerOptions* o, MasterFlags* f) {
       ->capture_default_str()
       ->check(CLI::Range(0, rpc::kMaxServerThreads));
   cmd->add_option("--max-streams", o->max_streams,
-                  "Open streams the master serves in all, at most half its server threads so other calls always find "
-                  "one")
+                  "Open streams the master serves in all (a stream holds no thread: this bounds their memory)")
       ->capture_default_str()
-      ->check(CLI::Range(1, rpc::kMaxServerThreads / 2));
+      ->check(CLI::Range(1, 100'000));
   auto* metrics = cmd->add_option("--metrics", o->metrics,
                                   "Serve Prometheus metrics at https://HOST:PORT/metrics (TLS with the master's "
                                   "certificate; a user's credential or --metrics-token-file's token)");

@@ -156,7 +156,7 @@ CertCache& Certs() {
 
 }  // namespace
 
-absl::StatusOr<std::string> CallerPem(const grpc::ServerContext* ctx) {
+absl::StatusOr<std::string> CallerPem(const grpc::ServerContextBase* ctx) {
   std::shared_ptr<const grpc::AuthContext> auth = ctx->auth_context();
   if (auth == nullptr || !auth->IsPeerAuthenticated()) {
     return absl::UnauthenticatedError("the caller presented no certificate of this cell");
@@ -166,7 +166,7 @@ absl::StatusOr<std::string> CallerPem(const grpc::ServerContext* ctx) {
   return std::string(pem[0].data(), pem[0].size());
 }
 
-absl::StatusOr<pki::CertInfo> Caller(const grpc::ServerContext* ctx) {
+absl::StatusOr<pki::CertInfo> Caller(const grpc::ServerContextBase* ctx) {
   absl::StatusOr<std::string> pem = CallerPem(ctx);
   if (!pem.ok()) return pem.status();
   absl::StatusOr<pki::CertInfo> info = Certs().Get(*pem);
@@ -174,7 +174,7 @@ absl::StatusOr<pki::CertInfo> Caller(const grpc::ServerContext* ctx) {
   return info;
 }
 
-absl::StatusOr<pki::CertInfo> ForwardedFor(const grpc::ServerContext* ctx, const pki::CertInfo& sender,
+absl::StatusOr<pki::CertInfo> ForwardedFor(const grpc::ServerContextBase* ctx, const pki::CertInfo& sender,
                                            const std::string& ca_pem, int64_t now_s) {
   auto it = ctx->client_metadata().find(kForwardedForKey);
   if (it == ctx->client_metadata().end()) return absl::NotFoundError("not forwarded");
@@ -194,7 +194,7 @@ absl::StatusOr<pki::CertInfo> ForwardedFor(const grpc::ServerContext* ctx, const
   return info;
 }
 
-std::string ActingAs(const grpc::ServerContext* ctx) {
+std::string ActingAs(const grpc::ServerContextBase* ctx) {
   auto it = ctx->client_metadata().find(kActingAsKey);
   if (it == ctx->client_metadata().end()) return "";
   return std::string(it->second.data(), std::min<size_t>(it->second.size(), 256));

@@ -78,9 +78,9 @@ std::unique_ptr<grpc::ClientContext> Context(absl::string_view acting_as, int64_
 // Who a server-side call came from: the certificate its TLS handshake
 // verified (UNAUTHENTICATED if there is none, which a server started by
 // StartServer never lets through).
-absl::StatusOr<pki::CertInfo> Caller(const grpc::ServerContext* ctx);
+absl::StatusOr<pki::CertInfo> Caller(const grpc::ServerContextBase* ctx);
 // The user the call acts on behalf of ("" if it did not say).
-std::string ActingAs(const grpc::ServerContext* ctx);
+std::string ActingAs(const grpc::ServerContextBase* ctx);
 
 // A follower master forwards a change it may not make to the leader, on
 // behalf of its caller: the caller's certificate (PEM) goes in this
@@ -95,11 +95,11 @@ inline constexpr char kRevisionKey[] = "herd-revision";
 inline constexpr char kRoleKey[] = "herd-role";
 
 // The caller's own certificate, PEM (as the TLS handshake verified it).
-absl::StatusOr<std::string> CallerPem(const grpc::ServerContext* ctx);
+absl::StatusOr<std::string> CallerPem(const grpc::ServerContextBase* ctx);
 // Who the call was forwarded for: NOT_FOUND if it was not forwarded;
 // PERMISSION_DENIED if the sender is not a master; UNAUTHENTICATED if the
 // forwarded certificate is not valid and signed by `ca_pem` at now_s.
-absl::StatusOr<pki::CertInfo> ForwardedFor(const grpc::ServerContext* ctx, const pki::CertInfo& sender,
+absl::StatusOr<pki::CertInfo> ForwardedFor(const grpc::ServerContextBase* ctx, const pki::CertInfo& sender,
                                            const std::string& ca_pem, int64_t now_s);
 
 // Parses "HOST:PORT"; INVALID_ARGUMENT with a clear message otherwise.

@@ -10,7 +10,11 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
 #include "harness/clients.h"
 #include "harness/harness.h"
 #include "herd/v1/api.grpc.pb.h"
@@ -179,6 +183,75 @@ TEST_F(TenantDefaultsTest, AFloodOfStreamsLeavesOtherCallsServed) {
   std::printf("MEASURE while bob holds his streams: %d of 50 ListJobs by alice served (%.2f ms each)%s%s\n", ok,
               ms / 50, failure.empty() ? "" : "; first failure: ", failure.c_str());
   EXPECT_EQ(ok, 50) << failure;
+  for (Stream& s : held) s.Close();
+}
+
+// The number of threads of process `pid` (/proc/PID/status), -1 if gone.
+int Threads(pid_t pid) {
+  const std::string status = harness::ReadFileOrEmpty(absl::StrCat("/proc/", pid, "/status"));
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    int n = 0;
+    if (absl::ConsumePrefix(&line, "Threads:") && absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &n)) return n;
+  }
+  return -1;
+}
+
+// Caps high enough that only the master's way of serving streams is measured.
+class ManyStreamsTest : public TenantLimitsTest {
+ protected:
+  // (--max-streams=256: the most a master that served a stream per thread
+  // took, so the same test runs against one.)
+  ManyStreamsTest() : TenantLimitsTest({"--max-streams-per-user=256", "--max-streams=256", "--user-rate=0"}) {}
+};
+
+// #33 item 4: streams are served without a thread each. Before, every open
+// stream held one of the server's threads (512 in all: H3's exhaustion).
+// Now 200 open WatchNames streams add next to no threads to the master
+// (compared with the master's own count once one stream is open), unary
+// calls are served meanwhile, and every parked stream still hears of a
+// change.
+TEST_F(ManyStreamsTest, TwoHundredStreamsHoldNoThreadEachAndAllHearAChange) {
+  constexpr int kStreams = 200;
+  RunResult r = cell_.Herd({"submit", cell_.WriteSpec("web.yaml", Spec("web", "alice"))});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  auto alice = Stub("alice");
+  std::vector<Stream> held;
+  held.push_back(Watch(alice.get(), "alice/web"));
+  ASSERT_TRUE(held.back().open) << held.back().refused.error_message();
+  const pid_t master = cell_.master()->pid();
+  const int before = Threads(master);
+  ASSERT_GT(before, 0);
+  while (static_cast<int>(held.size()) < kStreams) {
+    held.push_back(Watch(alice.get(), "alice/web"));
+    ASSERT_TRUE(held.back().open) << held.size() << ": " << held.back().refused.error_message();
+  }
+  const int after = Threads(master);
+  std::printf("MEASURE master threads with 1 stream open: %d, with %d: %d\n", before, kStreams, after);
+  std::printf("RESULT master_threads_per_100_streams=%.1f\n", 100.0 * (after - before) / (kStreams - 1));
+  EXPECT_LT(after - before, kStreams / 10) << "open streams still hold threads";
+
+  auto bob = Stub("bob");
+  auto ctx = rpc::Context("", 10'000);
+  v1::ListJobsResponse jobs;
+  grpc::Status st = bob->ListJobs(ctx.get(), v1::ListJobsRequest(), &jobs);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+
+  // A change every stream must hear of: a second task.
+  r = cell_.Herd({"scale", "web", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  int heard = 0;
+  for (Stream& s : held) {
+    v1::WatchNamesResponse m;
+    while (s.reader->Read(&m)) {
+      bool second = false;
+      for (const v1::NameRecord& rec : m.changed()) second |= rec.index() == 1;
+      if (second) {
+        ++heard;
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(heard, kStreams);
   for (Stream& s : held) s.Close();
 }
 

@@ -35,7 +35,25 @@ Committer::~Committer() {
 
 void Committer::SetDurableSeen(int64_t rev) {
   absl::MutexLock l(&feed_mu_);
-  durable_seen_ = std::max(durable_seen_, rev);
+  if (rev <= durable_seen_) return;
+  durable_seen_ = rev;
+  DurableAdvancedLocked();
+}
+
+void Committer::DurableAdvancedLocked() {
+  for (const auto& [id, fn] : durable_listeners_) fn();
+}
+
+int Committer::AddDurableListener(std::function<void()> fn) {
+  absl::MutexLock l(&feed_mu_);
+  const int id = next_listener_++;
+  durable_listeners_.emplace(id, std::move(fn));
+  return id;
+}
+
+void Committer::RemoveDurableListener(int id) {
+  absl::MutexLock l(&feed_mu_);
+  durable_listeners_.erase(id);
 }
 
 absl::Status Committer::CheckLeading() const {
@@ -98,6 +116,7 @@ void Committer::InstallLog(std::unique_ptr<store::GroupCommitLog> log, store::Lo
   log->SetOnDurable([this](int64_t rev) {
     absl::MutexLock l(&feed_mu_);
     durable_seen_ = rev;
+    DurableAdvancedLocked();
   });
   SetDurableSeen(log->DurableRevision());
   store_ = store;

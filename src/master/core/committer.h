@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -117,6 +118,12 @@ class Committer {
   // Waits up to `timeout` until `revision` is durable here (on a follower:
   // applied); false if it is not.
   bool WaitApplied(int64_t revision, absl::Duration timeout);
+  // Calls `fn` each time the durable revision advances (on a follower:
+  // each applied batch), under an internal lock: `fn` must only signal
+  // something (the server's stream pump wakes its parked streams). Returns
+  // an id for RemoveDurableListener, after which `fn` is never called.
+  int AddDurableListener(std::function<void()> fn);
+  void RemoveDurableListener(int id);
   // On a follower: what it has applied (all of it durable at the leader).
   int64_t durable_revision() const {
     const store::GroupCommitLog* log = log_ptr_.load(std::memory_order_acquire);
@@ -144,6 +151,7 @@ class Committer {
   // FAILED_PRECONDITION on a follower.
   absl::Status CheckLeading() const;
   void SetDurableSeen(int64_t rev);
+  void DurableAdvancedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(feed_mu_);
   void InstallLog(std::unique_ptr<store::GroupCommitLog> log, store::LogStore* store)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // OK, or RESOURCE_EXHAUSTED while the disk is below its reserve -- unless
@@ -168,6 +176,8 @@ class Committer {
   mutable absl::Mutex feed_mu_;  // signalled when durable advances
   int64_t durable_seen_ ABSL_GUARDED_BY(feed_mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(feed_mu_) = false;
+  std::map<int, std::function<void()>> durable_listeners_ ABSL_GUARDED_BY(feed_mu_);
+  int next_listener_ ABSL_GUARDED_BY(feed_mu_) = 0;
   bool snapshot_wanted_ ABSL_GUARDED_BY(feed_mu_) = false;
   bool fatal_reported_ = false;
   std::thread snapshot_thread_;

@@ -32,6 +32,7 @@ class MasterCoreTest : public ::testing::Test {
     o.link.down_after_misses = 2;
     o.link.max_down_fraction = 1.0;
     o.committer.snapshot_every = 50;
+    o.committer.feed_size = feed_size_;
     auto core = MasterCore::Create(&store_, &link_, RealClock::Get(), o);
     ASSERT_TRUE(core.ok()) << core.status();
     core_ = std::move(*core);
@@ -77,6 +78,7 @@ class MasterCoreTest : public ::testing::Test {
 
   store::MemoryLogStore store_;
   FakeAgentLink link_;
+  size_t feed_size_ = 100'000;  // Committer::Options::feed_size
   std::unique_ptr<MasterCore> core_;
 };
 
@@ -470,6 +472,33 @@ TEST_F(MasterCoreTest, WatchStreamsDurableMutations) {
   EXPECT_TRUE(watched.ok()) << watched;
   ASSERT_GE(revs.size(), 3u);
   for (size_t i = 0; i < revs.size(); ++i) EXPECT_EQ(revs[i], static_cast<int64_t>(i) + 1);
+}
+
+// The cursor the server drives without a thread per stream: revisions older
+// than the in-memory feed come from the store in order and without a gap,
+// then it parks (kWait) and resumes with the next change.
+TEST_F(MasterCoreTest, AWatchCursorReadsTheStoreThenParksAndResumes) {
+  core_.reset();
+  feed_size_ = 3;
+  Start();
+  Register("m1");
+  for (const char* name : {"a", "b", "c", "d"}) ASSERT_TRUE(SubmitJob(JobBuilder(name).Build()).ok());
+  auto cursor = core_->stream().OpenWatch(Principal::User("alice"), 1);
+  ASSERT_TRUE(cursor.ok()) << cursor.status();
+  std::vector<int64_t> revs;
+  v1::WatchResponse msg;
+  Cursor<v1::WatchResponse>::Step step;
+  for (int i = 0; i < 1000 && (step = (*cursor)->Next(&msg)) == Cursor<v1::WatchResponse>::Step::kMessage; ++i) {
+    for (const auto& m : msg.mutations()) revs.push_back(m.revision());
+  }
+  ASSERT_EQ(step, Cursor<v1::WatchResponse>::Step::kWait) << (*cursor)->status();
+  const int64_t durable = core_->committer().durable_revision();
+  ASSERT_EQ(static_cast<int64_t>(revs.size()), durable);
+  for (size_t i = 0; i < revs.size(); ++i) EXPECT_EQ(revs[i], static_cast<int64_t>(i) + 1);
+  ASSERT_TRUE(SubmitJob(JobBuilder("e").Build()).ok());
+  ASSERT_TRUE(Eventually([&] { return (*cursor)->Next(&msg) == Cursor<v1::WatchResponse>::Step::kMessage; }));
+  ASSERT_GT(msg.mutations_size(), 0);
+  EXPECT_EQ(msg.mutations(0).revision(), durable + 1);
 }
 
 // A follower (another replica on the same log) serves reads and the change

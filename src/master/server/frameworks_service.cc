@@ -51,32 +51,46 @@ grpc::Status FrameworksService::ListFrameworks(grpc::ServerContext* ctx, const v
   HERD_FRAMEWORK_CALL(ListFrameworks);
 }
 
-grpc::Status FrameworksService::Subscribe(grpc::ServerContext* ctx, const v1::SubscribeRequest* req,
-                                          grpc::ServerWriter<v1::FrameworkEvent>* writer) {
+namespace {
+
+// A framework's events, as they are pushed to its queue.
+class EventCursor final : public Cursor<v1::FrameworkEvent> {
+ public:
+  explicit EventCursor(std::shared_ptr<frameworks::EventQueue> events) : events_(std::move(events)) {}
+  Step Next(v1::FrameworkEvent* out) override {
+    if (events_->TryNext(out)) return Step::kMessage;
+    // Closed: what was queued before has been sent.
+    return events_->closed() && !events_->TryNext(out) ? Step::kEnd : Step::kWait;
+  }
+  absl::Status status() const override { return absl::UnavailableError(events_->why_closed()); }
+
+ private:
+  std::shared_ptr<frameworks::EventQueue> events_;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::FrameworkEvent>* FrameworksService::Subscribe(grpc::CallbackServerContext* ctx,
+                                                                          const v1::SubscribeRequest* req) {
+  auto stream = CursorStream<v1::FrameworkEvent>::Make(pump_);
   absl::StatusOr<Principal> who = admit_(ctx);
-  if (!who.ok()) return rpc::ToGrpc(who.status());
+  if (!who.ok()) return stream->Refuse(rpc::ToGrpc(who.status()));
   frameworks::FrameworkManager* m = manager_.load(std::memory_order_acquire);
-  if (m == nullptr) return kNotLeading;
+  if (m == nullptr) return stream->Refuse(kNotLeading);
   StreamLimits::Slot slot;
   if (streams_ != nullptr) {
-    absl::StatusOr<StreamLimits::Slot> got = streams_->Acquire(*who, "Subscribe", [ctx] { ctx->TryCancel(); });
-    if (!got.ok()) return rpc::ToGrpc(got.status());
+    absl::StatusOr<StreamLimits::Slot> got = streams_->Acquire(
+        *who, "Subscribe",
+        stream->Ender(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                   "the credential that opened this stream was revoked")));
+    if (!got.ok()) return stream->Refuse(rpc::ToGrpc(got.status()));
     slot = std::move(*got);
   }
   auto sub = m->Subscribe(*who, *req);
-  if (!sub.ok()) return rpc::ToGrpc(sub.status());
-  grpc::Status end = grpc::Status::OK;
-  while (!ctx->IsCancelled()) {
-    v1::FrameworkEvent e;
-    if (sub->events->Next(&e, absl::Milliseconds(250))) {
-      if (!writer->Write(e)) break;  // the framework went away
-    } else if (sub->events->closed()) {
-      end = grpc::Status(grpc::StatusCode::UNAVAILABLE, sub->events->why_closed());
-      break;
-    }
-  }
-  m->Disconnected(*sub);
-  return end;
+  if (!sub.ok()) return stream->Refuse(rpc::ToGrpc(sub.status()));
+  sub->events->SetWaker([pump = pump_] { pump->Kick(); });
+  return stream->Serve(std::make_unique<EventCursor>(sub->events), std::move(slot),
+                       [m, sub = *sub] { m->Disconnected(sub); });
 }
 
 }  // namespace herd::master

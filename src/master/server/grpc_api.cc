@@ -21,7 +21,7 @@ grpc::Status Reply(absl::StatusOr<T> result, T* out) {
 // Who is calling: the certificate the connection's TLS handshake verified
 // (or, from a follower master, the certificate of the caller it forwards
 // for, verified here again), acting on behalf of the user it names if it may.
-absl::StatusOr<Principal> HerdService::Caller(const grpc::ServerContext* ctx) {
+absl::StatusOr<Principal> HerdService::Caller(const grpc::ServerContextBase* ctx) {
   absl::StatusOr<pki::CertInfo> cert = rpc::Caller(ctx);
   if (!cert.ok()) return cert.status();
   const std::optional<pki::Credential>& self = core_->options().credential;
@@ -38,7 +38,7 @@ absl::StatusOr<Principal> HerdService::Caller(const grpc::ServerContext* ctx) {
   return who;
 }
 
-absl::StatusOr<Principal> HerdService::Admit(const grpc::ServerContext* ctx) {
+absl::StatusOr<Principal> HerdService::Admit(const grpc::ServerContextBase* ctx) {
   absl::StatusOr<Principal> who = Caller(ctx);
   if (!who.ok() || limiter_ == nullptr) return who;
   if (absl::Status st = limiter_->Admit(*who); !st.ok()) return st;
@@ -53,10 +53,28 @@ absl::Status HerdService::HoldCall(const Principal& who, const char* what, Strea
   return absl::OkStatus();
 }
 
-absl::StatusOr<StreamLimits::Slot> HerdService::OpenStream(grpc::ServerContext* ctx, const Principal& who,
-                                                           const std::string& what) {
+absl::StatusOr<StreamLimits::Slot> HerdService::OpenStream(const Principal& who, const std::string& what,
+                                                           std::function<void()> end) {
   if (streams_ == nullptr) return StreamLimits::Slot();
-  return streams_->Acquire(who, what, [ctx] { ctx->TryCancel(); });
+  return streams_->Acquire(who, what, std::move(end));
+}
+
+namespace {
+const grpc::Status kRevoked(grpc::StatusCode::UNAUTHENTICATED, "the credential that opened this stream was revoked");
+}  // namespace
+
+template <typename Msg, typename OpenFn>
+grpc::ServerWriteReactor<Msg>* HerdService::ServeStream(grpc::CallbackServerContext* ctx, const char* what,
+                                                        bool barrier, OpenFn open) {
+  auto stream = CursorStream<Msg>::Make(&pump_);
+  absl::StatusOr<Principal> who = Admit(ctx);
+  if (!who.ok()) return stream->Refuse(rpc::ToGrpc(who.status()));
+  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(*who, what, stream->Ender(kRevoked));
+  if (!slot.ok()) return stream->Refuse(rpc::ToGrpc(slot.status()));
+  if (barrier) Barrier();
+  absl::StatusOr<std::unique_ptr<Cursor<Msg>>> cursor = open(*who);
+  if (!cursor.ok()) return stream->Refuse(rpc::ToGrpc(cursor.status()));
+  return stream->Serve(std::move(*cursor), std::move(*slot));
 }
 
 void HerdService::Stamp(grpc::ServerContext* ctx, int64_t revision) const {
@@ -309,40 +327,26 @@ grpc::Status HerdService::ListAlerts(grpc::ServerContext* ctx, const v1::ListAle
   return grpc::Status::OK;
 }
 
-grpc::Status HerdService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req,
-                                grpc::ServerWriter<v1::WatchResponse>* writer) {
-  absl::StatusOr<Principal> who = Admit(ctx);
-  if (!who.ok()) return rpc::ToGrpc(who.status());
-  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(ctx, *who, "Watch");
-  if (!slot.ok()) return rpc::ToGrpc(slot.status());
-  return rpc::ToGrpc(core_->stream().Watch(
-      *who, req->from_revision(), [&](const v1::WatchResponse& r) { return writer->Write(r); },
-      [&] { return ctx->IsCancelled(); }));
+grpc::ServerWriteReactor<v1::WatchResponse>* HerdService::Watch(grpc::CallbackServerContext* ctx,
+                                                               const v1::WatchRequest* req) {
+  return ServeStream<v1::WatchResponse>(ctx, "Watch", /*barrier=*/false, [&](const Principal& who) {
+    return core_->stream().OpenWatch(who, req->from_revision());
+  });
 }
 
 // Any replica serves it from its own state: names follow the committed log.
-grpc::Status HerdService::WatchNames(grpc::ServerContext* ctx, const v1::WatchNamesRequest* req,
-                                     grpc::ServerWriter<v1::WatchNamesResponse>* writer) {
-  absl::StatusOr<Principal> who = Admit(ctx);
-  if (!who.ok()) return rpc::ToGrpc(who.status());
-  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(ctx, *who, "WatchNames");
-  if (!slot.ok()) return rpc::ToGrpc(slot.status());
-  Barrier();
-  return rpc::ToGrpc(core_->names().WatchNames(
-      *who, *req, [&](const v1::WatchNamesResponse& r) { return writer->Write(r); },
-      [&] { return ctx->IsCancelled(); }));
+grpc::ServerWriteReactor<v1::WatchNamesResponse>* HerdService::WatchNames(grpc::CallbackServerContext* ctx,
+                                                                         const v1::WatchNamesRequest* req) {
+  return ServeStream<v1::WatchNamesResponse>(ctx, "WatchNames", /*barrier=*/true, [&](const Principal& who) {
+    return core_->names().OpenWatchNames(who, *req);
+  });
 }
 
-grpc::Status HerdService::ExportCheckpoint(grpc::ServerContext* ctx, const v1::ExportCheckpointRequest* req,
-                                           grpc::ServerWriter<v1::CheckpointRecord>* writer) {
-  absl::StatusOr<Principal> who = Admit(ctx);
-  if (!who.ok()) return rpc::ToGrpc(who.status());
-  absl::StatusOr<StreamLimits::Slot> slot = OpenStream(ctx, *who, "ExportCheckpoint");
-  if (!slot.ok()) return rpc::ToGrpc(slot.status());
-  Barrier();
-  return rpc::ToGrpc(core_->stream().ExportCheckpoint(*who, req->up_to_revision(), [&](const v1::CheckpointRecord& r) {
-    return !ctx->IsCancelled() && writer->Write(r);
-  }));
+grpc::ServerWriteReactor<v1::CheckpointRecord>* HerdService::ExportCheckpoint(grpc::CallbackServerContext* ctx,
+                                                                             const v1::ExportCheckpointRequest* req) {
+  return ServeStream<v1::CheckpointRecord>(ctx, "ExportCheckpoint", /*barrier=*/true, [&](const Principal& who) {
+    return core_->stream().OpenCheckpoint(who, req->up_to_revision());
+  });
 }
 
 struct GrpcAgentLink::Call {

@@ -22,6 +22,7 @@
 #include "master/history/history_db.h"
 #include "master/server/forwarder.h"
 #include "master/server/stream_limits.h"
+#include "master/server/stream_pump.h"
 
 namespace herd::master::web {
 class WebUi;
@@ -29,14 +30,21 @@ class WebUi;
 
 namespace herd::master {
 
-class HerdService final : public v1::Herd::Service {
+// The streaming calls are served by the callback API without a thread each
+// (stream_pump.h); the unary calls by the server's thread pool.
+using HerdServiceBase = v1::Herd::WithCallbackMethod_Watch<
+    v1::Herd::WithCallbackMethod_WatchNames<v1::Herd::WithCallbackMethod_ExportCheckpoint<v1::Herd::Service>>>;
+
+class HerdService final : public HerdServiceBase {
  public:
   // `limiter` (may be null: no limits) is asked once per request, after
   // the caller is known and before the core sees it.
   // `forwarder` (may be null: a single master, which always leads) sends
   // on the changes a follower may not make (forwarder.h).
   explicit HerdService(MasterCore* core, RateLimiter* limiter = nullptr, Forwarder* forwarder = nullptr)
-      : core_(core), limiter_(limiter), forwarder_(forwarder) {}
+      : core_(core), limiter_(limiter), forwarder_(forwarder), pump_(&core->committer()) {}
+  // Serves every stream of this master (the Frameworks service's too).
+  StreamPump* pump() { return &pump_; }
   // This master's address and its store, as GetCell reports them; set
   // before the server starts.
   // On a follower, run before every read: waits (bounded) until this
@@ -83,7 +91,7 @@ class HerdService final : public v1::Herd::Service {
   grpc::Status ListTasks(grpc::ServerContext*, const v1::ListTasksRequest*, v1::ListTasksResponse*) override;
   grpc::Status GetTask(grpc::ServerContext*, const v1::GetTaskRequest*, v1::GetTaskResponse*) override;
   grpc::Status ListMachines(grpc::ServerContext*, const v1::ListMachinesRequest*, v1::ListMachinesResponse*) override;
-  grpc::Status Watch(grpc::ServerContext*, const v1::WatchRequest*, grpc::ServerWriter<v1::WatchResponse>*) override;
+  grpc::ServerWriteReactor<v1::WatchResponse>* Watch(grpc::CallbackServerContext*, const v1::WatchRequest*) override;
   grpc::Status DrainMachines(grpc::ServerContext*, const v1::DrainMachinesRequest*,
                              v1::DrainMachinesResponse*) override;
   grpc::Status SetQuota(grpc::ServerContext*, const v1::SetQuotaRequest*, v1::SetQuotaResponse*) override;
@@ -92,8 +100,8 @@ class HerdService final : public v1::Herd::Service {
                                v1::RegisterMachineResponse*) override;
   grpc::Status MachineChanged(grpc::ServerContext*, const v1::MachineChangedRequest*,
                               v1::MachineChangedResponse*) override;
-  grpc::Status ExportCheckpoint(grpc::ServerContext*, const v1::ExportCheckpointRequest*,
-                                grpc::ServerWriter<v1::CheckpointRecord>*) override;
+  grpc::ServerWriteReactor<v1::CheckpointRecord>* ExportCheckpoint(grpc::CallbackServerContext*,
+                                                                   const v1::ExportCheckpointRequest*) override;
   grpc::Status GetCell(grpc::ServerContext*, const v1::GetCellRequest*, v1::CellInfo*) override;
   grpc::Status Propose(grpc::ServerContext*, const v1::ProposeRequest*, v1::ProposeResponse*) override;
   grpc::Status Why(grpc::ServerContext*, const v1::WhyRequest*, v1::WhyResponse*) override;
@@ -105,15 +113,15 @@ class HerdService final : public v1::Herd::Service {
                             v1::QueryHistoryResponse*) override;
   grpc::Status ListAlerts(grpc::ServerContext*, const v1::ListAlertsRequest*, v1::ListAlertsResponse*) override;
   grpc::Status Resolve(grpc::ServerContext*, const v1::ResolveRequest*, v1::ResolveResponse*) override;
-  grpc::Status WatchNames(grpc::ServerContext*, const v1::WatchNamesRequest*,
-                          grpc::ServerWriter<v1::WatchNamesResponse>*) override;
+  grpc::ServerWriteReactor<v1::WatchNamesResponse>* WatchNames(grpc::CallbackServerContext*,
+                                                               const v1::WatchNamesRequest*) override;
 
   // The caller, identified and within its rate (the Frameworks service
   // admits its callers with this too).
-  absl::StatusOr<Principal> Admit(const grpc::ServerContext* ctx);
+  absl::StatusOr<Principal> Admit(const grpc::ServerContextBase* ctx);
 
  private:
-  absl::StatusOr<Principal> Caller(const grpc::ServerContext* ctx);
+  absl::StatusOr<Principal> Caller(const grpc::ServerContextBase* ctx);
   // Trailing metadata of every answer: the revision it was made at, and
   // whether a leader or a follower made it.
   void Stamp(grpc::ServerContext* ctx, int64_t revision) const;
@@ -122,12 +130,17 @@ class HerdService final : public v1::Herd::Service {
   void CaughtUp(grpc::ServerContext* ctx, int64_t revision);
   // A follower's read barrier (SetReadBarrier), if any.
   void Barrier();
-  // A slot for who's stream `what` (StreamLimits), or why not.
-  // A slot for `who`'s stream, ended through `ctx` should the credential
   // A slot for one of `who`'s unary requests in flight, or RESOURCE_EXHAUSTED.
   absl::Status HoldCall(const Principal& who, const char* what, StreamLimits::Slot* slot);
-  // that opened it be revoked.
-  absl::StatusOr<StreamLimits::Slot> OpenStream(grpc::ServerContext* ctx, const Principal& who, const std::string& what);
+  // A slot for `who`'s stream `what` (StreamLimits), ended by `end` should
+  // the credential that opened it be revoked; or why not.
+  absl::StatusOr<StreamLimits::Slot> OpenStream(const Principal& who, const std::string& what,
+                                                std::function<void()> end);
+  // Admits the caller of a stream, takes its slot and opens its cursor with
+  // `open`; serves it, or refuses it with why.
+  template <typename Msg, typename OpenFn>
+  grpc::ServerWriteReactor<Msg>* ServeStream(grpc::CallbackServerContext* ctx, const char* what, bool barrier,
+                                             OpenFn open);
 
   MasterCore* const core_;
   RateLimiter* const limiter_;
@@ -147,6 +160,7 @@ class HerdService final : public v1::Herd::Service {
   web::WebUi* web_ = nullptr;
   StreamLimits* streams_ = nullptr;
   StreamLimits* calls_ = nullptr;
+  StreamPump pump_;  // last: its streams end before the rest goes
 };
 
 // Polls agents over gRPC as the master (credential `self`), one cached

@@ -261,7 +261,8 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
                                                                    .total_flag = ""});
   api.service->SetCallLimits(api.calls.get());
   api.frameworks_service = std::make_unique<FrameworksService>(
-      [service = api.service.get()](const grpc::ServerContext* ctx) { return service->Admit(ctx); }, api.streams.get());
+      [service = api.service.get()](const grpc::ServerContextBase* ctx) { return service->Admit(ctx); },
+      api.service->pump(), api.streams.get());
   api.service->SetReadBarrier(std::move(read_barrier));
   api.service->SetHistory(history->db.get());
   api.service->SetAlerts(alerts);

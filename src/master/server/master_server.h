@@ -27,7 +27,7 @@ struct ServerOptions {
   // holds a server thread, and the cell-wide cap stays well below the
   // server's threads so other calls always find one (#33). 0: no cap.
   int max_streams_per_user = 8;
-  int max_streams = 128;
+  int max_streams = 1024;
   // Unary requests each user may have in flight at once (a thread each
   // while served), so one user's slow calls cannot hold the threads the
   // others need (#33). 0: no cap.

@@ -1,10 +1,11 @@
 // Open streaming calls (Watch, WatchNames, ExportCheckpoint, the Frameworks
-// service's Subscribe): each holds one of the gRPC server's threads for as
-// long as it is open. Without a bound one user could hold every thread and
-// every other call would fail "Server Threadpool Exhausted" (#33 H3). Every
-// streaming handler takes a Slot before it serves: at most `per_user` open
-// streams per user, and at most `total` in the cell, kept well below the
-// server's threads (rpc::kMaxServerThreads) so unary calls always find one.
+// service's Subscribe). They once held one of the gRPC server's threads each,
+// and one user holding every thread failed every other call "Server
+// Threadpool Exhausted" (#33 H3); they are served without a thread now
+// (stream_pump.h), and these caps bound what one user (and everyone) may
+// hold open of the master's memory and wake-ups. Every streaming handler
+// takes a Slot before it serves: at most `per_user` open streams per user,
+// and at most `total` in the cell.
 // A refused stream gets RESOURCE_EXHAUSTED naming the cap. A second
 // instance counts each user's unary requests in flight (#33 item 4: one
 // user's slow calls, such as history queries, cannot take every thread).
@@ -26,7 +27,7 @@ class StreamLimits {
  public:
   struct Options {
     int per_user = 8;  // <= 0: no per-user cap
-    int total = 128;   // <= 0: no cell-wide cap
+    int total = 1024;  // <= 0: no cell-wide cap
     // How refusals name what is counted and the flags that set the caps
     // (the same class counts unary requests in flight: HerdService).
     std::string counted = "open streams";

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 
 #include "absl/status/statusor.h"
 #include "herd/v1/api.pb.h"
 #include "master/core/admission/authorizer.h"
 #include "master/core/api/context.h"
+#include "master/core/api/cursor.h"
 
 namespace herd::master {
 
@@ -18,9 +20,13 @@ class NamesApi {
   explicit NamesApi(const ApiContext& ctx) : ctx_(ctx) {}
 
   absl::StatusOr<v1::ResolveResponse> Resolve(const Principal& who, const v1::ResolveRequest& req);
-  // Sends the name's records, then the records that change (address,
-  // ports, health, state, readiness) as revisions become durable, until
-  // `send` returns false or `cancelled()` is true.
+  // The name's records, then the records that change (address, ports,
+  // health, state, readiness) as revisions become durable. The caller may
+  // read the name (asked again at every change: NOT_FOUND ends nothing, the
+  // job's records are then empty).
+  absl::StatusOr<std::unique_ptr<Cursor<v1::WatchNamesResponse>>> OpenWatchNames(const Principal& who,
+                                                                               const v1::WatchNamesRequest& req);
+  // OpenWatchNames, sent to `send` until it returns false or `cancelled()`.
   absl::Status WatchNames(const Principal& who, const v1::WatchNamesRequest& req,
                           const std::function<bool(const v1::WatchNamesResponse&)>& send,
                           const std::function<bool()>& cancelled);

@@ -171,23 +171,38 @@ bool EventQueue::Next(v1::FrameworkEvent* out, absl::Duration timeout) {
   return true;
 }
 
-void EventQueue::Push(v1::FrameworkEvent e) {
+void EventQueue::SetWaker(std::function<void()> wake) {
   absl::MutexLock l(&mu_);
-  if (closed_) return;
-  if (events_.size() >= max_) {
-    // It does not read: cut it (it subscribes again and reconciles).
-    closed_ = true;
-    why_ = "too many events waiting: the framework does not read its stream";
-    return;
+  wake_ = std::move(wake);
+}
+
+void EventQueue::Push(v1::FrameworkEvent e) {
+  std::function<void()> wake;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return;
+    if (events_.size() >= max_) {
+      // It does not read: cut it (it subscribes again and reconciles).
+      closed_ = true;
+      why_ = "too many events waiting: the framework does not read its stream";
+    } else {
+      events_.push_back(std::move(e));
+    }
+    wake = wake_;
   }
-  events_.push_back(std::move(e));
+  if (wake) wake();
 }
 
 void EventQueue::Close(std::string why) {
-  absl::MutexLock l(&mu_);
-  if (closed_) return;
-  closed_ = true;
-  why_ = std::move(why);
+  std::function<void()> wake;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return;
+    closed_ = true;
+    why_ = std::move(why);
+    wake = wake_;
+  }
+  if (wake) wake();
 }
 
 bool EventQueue::closed() const {

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -53,6 +54,12 @@ class EventQueue {
   // Waits up to `timeout` for an event. False (and *out untouched) on
   // timeout or once closed and drained; closed() tells which.
   bool Next(v1::FrameworkEvent* out, absl::Duration timeout);
+  // The next event if one is waiting (never blocks).
+  bool TryNext(v1::FrameworkEvent* out) { return Next(out, absl::ZeroDuration()); }
+  // Called after each Push and on Close (outside the queue's lock), so a
+  // stream served without a thread of its own knows to read again. Set once,
+  // before events flow.
+  void SetWaker(std::function<void()> wake);
   void Push(v1::FrameworkEvent e);
   void Close(std::string why);
   bool closed() const;
@@ -65,6 +72,7 @@ class EventQueue {
   std::deque<v1::FrameworkEvent> events_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::string why_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> wake_ ABSL_GUARDED_BY(mu_);
 };
 
 class FrameworkManager {
