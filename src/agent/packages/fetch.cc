@@ -430,33 +430,4 @@ absl::StatusOr<Fetched> FetchToFile(const std::string& url, const std::string& d
   return FetchToFile(url, dest, FetchOptions(), stop);
 }
 
-absl::Status Untar(const std::string& archive, const std::string& dir) {
-  std::string tar;
-  for (const char* p : {"/usr/bin/tar", "/bin/tar"}) {
-    if (access(p, X_OK) == 0) {
-      tar = p;
-      break;
-    }
-  }
-  if (tar.empty()) return absl::InternalError("tar(1) not found in /usr/bin or /bin");
-  SpawnOptions o;
-  o.path = tar;
-  o.argv = {tar, "-x", "-f", archive, "-C", dir, "--no-same-owner", "--delay-directory-restore"};
-  o.env = {{"PATH", "/usr/bin:/bin"}, {"LC_ALL", "C"}};
-  o.stderr_path = dir + ".tar-errors";
-  absl::StatusOr<pid_t> pid = Spawn(o);
-  if (!pid.ok()) return pid.status();
-  int status = 0;
-  while (waitpid(*pid, &status, 0) < 0) {
-    if (errno != EINTR) return ErrnoToStatus(errno, "waitpid tar");
-  }
-  absl::StatusOr<std::string> errors = ReadFile(o.stderr_path);
-  unlink(o.stderr_path.c_str());
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
-  std::string why(absl::StripAsciiWhitespace(errors.ok() ? *errors : ""));
-  if (size_t nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
-  return absl::FailedPreconditionError(
-      absl::StrCat("not a readable tar archive (", why.empty() ? "tar failed" : why, ")"));
-}
-
 }  // namespace herd::agent

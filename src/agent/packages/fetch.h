@@ -83,9 +83,4 @@ absl::StatusOr<Fetched> FetchToFile(const std::string& url, const std::string& d
 // Lower-case hex SHA-256 of a byte string (for tests and small files).
 std::string Sha256Hex(absl::string_view data);
 
-// Unpacks a tar archive (any compression tar recognizes) into `dir`, which
-// must exist, without the archive's owners. FAILED_PRECONDITION with tar's
-// message if the archive is unreadable.
-absl::Status Untar(const std::string& archive, const std::string& dir);
-
 }  // namespace herd::agent

@@ -21,6 +21,7 @@
 #include "absl/strings/strip.h"
 #include "absl/strings/str_split.h"
 #include "agent/packages/fetch.h"
+#include "agent/packages/unpack.h"
 #include "agent/runtime/process.h"
 #include "base/log.h"
 #include "base/status.h"
@@ -37,22 +38,6 @@ bool IsDigest(const std::string& s) {
     if (!absl::ascii_isdigit(c) && !(c >= 'a' && c <= 'f')) return false;
   }
   return true;
-}
-
-// Packages are shared: nobody but root may change their files in place
-// (runs see them through symlinks or hardlinks), and every task user may
-// read them.
-void MakeReadOnly(const std::string& dir) {
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
-    struct stat st;
-    if (lstat(it->path().c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
-    mode_t mode = st.st_mode & 07777;
-    mode_t want = S_ISDIR(st.st_mode) ? (mode | 0555) : ((mode & ~0222) | 0444);
-    if (want != mode) chmod(it->path().c_str(), want);
-  }
-  chmod(dir.c_str(), 0755);
 }
 
 }  // namespace
@@ -200,7 +185,8 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
   const std::string tmp = absl::StrCat(options_.dir, "/.tmp-", sha, "-", getpid(), "-", tmp_seq_++);
   std::error_code ec;
   auto cleanup = [&] { fs::remove_all(tmp, ec); };
-  if (mkdir(tmp.c_str(), 0755) != 0 || mkdir((tmp + "/root").c_str(), 0755) != 0) {
+  // Only root reaches the tree while tar (as the unpack account) fills it.
+  if (mkdir(tmp.c_str(), 0700) != 0 || mkdir((tmp + "/root").c_str(), 0755) != 0) {
     absl::Status st = ErrnoToStatus(errno, absl::StrCat("mkdir ", tmp));
     cleanup();
     return st;
@@ -211,12 +197,20 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
     cleanup();
     return got.status();
   }
-  if (absl::Status st = Untar(tmp + "/archive", tmp + "/root"); !st.ok()) {
+  std::optional<TaskAccount> as;
+  if (options_.unpack_account) {
+    absl::StatusOr<TaskAccount> account = options_.unpack_account();
+    if (!account.ok()) {
+      cleanup();
+      return account.status();
+    }
+    as = *account;
+  }
+  if (absl::Status st = Untar(tmp + "/archive", tmp + "/root", as); !st.ok()) {
     cleanup();
     return absl::Status(st.code(), absl::StrCat("package ", package.name(), ": ", st.message()));
   }
   unlink((tmp + "/archive").c_str());
-  MakeReadOnly(tmp + "/root");
   Entry entry;
   entry.name = package.name();
   entry.size_bytes = TreeBytes(tmp + "/root");
@@ -227,7 +221,7 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
     cleanup();
     return st;
   }
-  if (rename(tmp.c_str(), PathOf(sha).c_str()) != 0) {
+  if (chmod(tmp.c_str(), 0755) != 0 || rename(tmp.c_str(), PathOf(sha).c_str()) != 0) {
     absl::Status st = ErrnoToStatus(errno, absl::StrCat("rename ", tmp));
     cleanup();
     return st;

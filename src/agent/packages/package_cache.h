@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <functional>
 #include <optional>
 #include <memory>
 #include <string>
@@ -32,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "agent/packages/fetch.h"
+#include "agent/packages/task_users.h"
 #include "base/clock.h"
 #include "herd/v1/agent.pb.h"
 #include "herd/v1/objects.pb.h"
@@ -51,6 +53,9 @@ class PackageCache {
     // Install resumes a partial archive left by an earlier Install itself.
     FetchOptions fetch;
     Clock* clock = RealClock::Get();
+    // The account tar runs as (unpack.h); null: the agent's own. A root
+    // agent with task uids sets it.
+    std::function<absl::StatusOr<TaskAccount>()> unpack_account;
   };
 
   // Creates DIR if missing, removes unfinished installs and rebuilds the

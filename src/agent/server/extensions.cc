@@ -8,6 +8,7 @@
 #include "agent/health/health_extension.h"
 #include "agent/packages/isolation_extension.h"
 #include "agent/packages/packages_extension.h"
+#include "agent/packages/unpack.h"
 #include "agent/ports/ports_extension.h"
 #include "base/status.h"
 
@@ -25,16 +26,6 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     // Packages first (a run's packages, and a root built from them, are in
     // place before anything else sets an attempt up), then the isolation
     // options (namespaces, that root, a user).
-    PackagesExtension::Options p;
-    p.cache.dir = options.package_dir.empty() ? options.root_dir + "/packages" : options.package_dir;
-    p.cache.budget_bytes = options.package_cache_bytes;
-    p.cache.local_dirs = options.package_file_dirs;
-    // Package servers may hold certificates the cell issued.
-    p.cache.fetch.extra_ca_pem = options.identity.ca_pem;
-    p.cache.fetch.max_bytes = options.package_max_bytes > 0 ? options.package_max_bytes : options.package_cache_bytes;
-    p.cache.clock = clock;
-    HERD_ASSIGN_OR_RETURN(std::shared_ptr<PackagesExtension> packages, PackagesExtension::Create(std::move(p)));
-    out.push_back(std::move(packages));
     std::shared_ptr<TaskUsers> users;
     if (options.task_uid_count > 0) {
       TaskUsers::Options u;
@@ -51,6 +42,20 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
       HERD_ASSIGN_OR_RETURN(std::unique_ptr<TaskUsers> opened, TaskUsers::Open(u));
       users = std::move(opened);
     }
+    PackagesExtension::Options p;
+    p.cache.dir = options.package_dir.empty() ? options.root_dir + "/packages" : options.package_dir;
+    p.cache.budget_bytes = options.package_cache_bytes;
+    p.cache.local_dirs = options.package_file_dirs;
+    // Package servers may hold certificates the cell issued.
+    p.cache.fetch.extra_ca_pem = options.identity.ca_pem;
+    p.cache.fetch.max_bytes = options.package_max_bytes > 0 ? options.package_max_bytes : options.package_cache_bytes;
+    p.cache.clock = clock;
+    // tar runs as an account of its own, never as root (unpack.h).
+    if (users != nullptr && geteuid() == 0) {
+      p.cache.unpack_account = [users] { return users->For(kUnpackAccount); };
+    }
+    HERD_ASSIGN_OR_RETURN(std::shared_ptr<PackagesExtension> packages, PackagesExtension::Create(std::move(p)));
+    out.push_back(std::move(packages));
     out.push_back(std::make_shared<IsolationExtension>(std::move(users)));
   }
   {
