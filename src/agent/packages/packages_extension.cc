@@ -132,24 +132,52 @@ void PackagesExtension::Shutdown() {
   workers_.clear();
 }
 
-void PackagesExtension::Enqueue(std::function<void()> job) {
+void PackagesExtension::Enqueue(std::string owner, std::function<void()> job) {
   absl::MutexLock l(&mu_);
-  jobs_.push_back(std::move(job));
+  EnqueueLocked(std::move(owner), std::move(job));
+}
+
+void PackagesExtension::EnqueueLocked(std::string owner, std::function<void()> job) {
+  jobs_.emplace_back(std::move(owner), std::move(job));
+}
+
+bool PackagesExtension::NextJobLocked(std::deque<std::pair<std::string, std::function<void()>>>::iterator* it) {
+  for (auto i = jobs_.begin(); i != jobs_.end(); ++i) {
+    if (i->first.empty()) {
+      *it = i;
+      return true;
+    }
+    auto r = running_.find(i->first);
+    if (r == running_.end() || r->second < PerUserShare()) {
+      *it = i;
+      return true;
+    }
+  }
+  return false;
 }
 
 void PackagesExtension::Worker() {
   while (true) {
+    std::string owner;
     std::function<void()> job;
     {
       absl::MutexLock l(&mu_);
-      mu_.Await(absl::Condition(
-          +[](PackagesExtension* self) ABSL_NO_THREAD_SAFETY_ANALYSIS { return self->stopping_ || !self->jobs_.empty(); },
-          this));
-      if (stopping_) return;
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      std::deque<std::pair<std::string, std::function<void()>>>::iterator next;
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || NextJobLocked(&next); };
+      mu_.Await(absl::Condition(&ready));
+      if (stopping_ || !NextJobLocked(&next)) {  // (the condition may have been judged on another thread)
+        if (stopping_) return;
+        continue;
+      }
+      owner = std::move(next->first);
+      job = std::move(next->second);
+      jobs_.erase(next);
+      if (!owner.empty()) ++running_[owner];
     }
     job();
+    if (owner.empty()) continue;
+    absl::MutexLock l(&mu_);
+    if (--running_[owner] <= 0) running_.erase(owner);
   }
 }
 
@@ -211,7 +239,7 @@ absl::Status PackagesExtension::EnsureLocked(const RunView& run, RunState& state
   if (!f.running) {
     f.running = true;
     ++f.generation;
-    jobs_.push_back([this, package] { Fetch(package); });
+    EnqueueLocked(run.spec.user(), [this, package] { Fetch(package); });
   }
   state.waiting[key] = f.generation;
   return absl::UnavailableError(absl::StrCat("fetching package ", package.name(), " from ", package.url()));
@@ -249,7 +277,7 @@ absl::Status PackagesExtension::Prepare(const RunView& run, AttemptSetup* setup)
       if (access(RootReadyMarker(root).c_str(), F_OK) != 0) {
         state.root_building = true;
         std::string run_id = run.spec.run_id();
-        jobs_.push_back([this, run_id, root, trees] {
+        EnqueueLocked(run.spec.user(), [this, run_id, root, trees] {
           absl::Status st = BuildRoot(root, trees);
           if (!st.ok()) HERD_LOG_WARN("run {}: cannot build its root: {}", run_id, st.ToString());
           {
@@ -308,7 +336,7 @@ void PackagesExtension::Released(const RunView& run) {
   const std::string root = run.spec.isolation().root_from_packages() ? TaskRootOf(run.dir) : "";
   // Off the supervisor's loop: dropping the last reference may evict (delete
   // trees), and a root holds many links.
-  Enqueue([this, refs = std::move(state.refs), root] {
+  Enqueue("", [this, refs = std::move(state.refs), root] {
     if (!root.empty()) {
       unlink(RootReadyMarker(root).c_str());
       if (absl::Status st = RemoveRoot(root); !st.ok()) HERD_LOG_WARN("cannot remove task root {}: {}", root, st.ToString());

@@ -52,7 +52,10 @@ class PackagesExtension : public Extension {
  public:
   struct Options {
     PackageCache::Options cache;
-    int fetch_threads = 2;
+    // Fetches (and root builds) run on this many threads, and one user's
+    // take at most half of them: a user whose URLs stall holds up only
+    // their own packages (#33 item 4), never everyone's.
+    int fetch_threads = 4;
   };
   static absl::StatusOr<std::shared_ptr<PackagesExtension>> Create(Options options);
   ~PackagesExtension() override;
@@ -82,8 +85,14 @@ class PackagesExtension : public Extension {
   };
 
   PackagesExtension(Options options, std::unique_ptr<PackageCache> cache);
-  void Enqueue(std::function<void()> job);
+  // `owner`: the user the work is for ("": the agent's own, never held back).
+  void Enqueue(std::string owner, std::function<void()> job) ABSL_LOCKS_EXCLUDED(mu_);
+  void EnqueueLocked(std::string owner, std::function<void()> job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Worker();
+  // The first queued job whose owner is under the per-user share, if any.
+  bool NextJobLocked(std::deque<std::pair<std::string, std::function<void()>>>::iterator* it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int PerUserShare() const { return std::max(1, options_.fetch_threads / 2); }
   void TakeRefsLocked(const RunView& run, RunState& state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ready (OK), waiting for a fetch (UNAVAILABLE) or failed, for one package.
   absl::Status EnsureLocked(const RunView& run, RunState& state, const v1::Package& package, std::string* path)
@@ -99,7 +108,8 @@ class PackagesExtension : public Extension {
   mutable absl::Mutex mu_;
   std::map<std::string, FetchState> fetches_ ABSL_GUARDED_BY(mu_);  // by FetchKey
   std::map<std::string, RunState> runs_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::function<void()>> jobs_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<std::string, std::function<void()>>> jobs_ ABSL_GUARDED_BY(mu_);  // (owner, job)
+  std::map<std::string, int> running_ ABSL_GUARDED_BY(mu_);  // jobs running, by owner
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
 };

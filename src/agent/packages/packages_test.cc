@@ -356,6 +356,51 @@ TEST_F(PackagesTest, AStalledFetchHoldsUpOnlyItsOwnDigest) {
   EXPECT_TRUE(cache->Lookup(quick.sha256()).has_value());
 }
 
+// Two stalled URLs of one user (bob) used to take both of an agent's fetch
+// workers, and every other user's package waited behind them up to the
+// stall limit (30 s). Now one user's fetches take at most half of the
+// workers: alice's package installs and her task starts while bob's stall,
+// and bob's second fetch waits its turn behind his first.
+TEST_F(PackagesTest, OneUsersStalledFetchesDoNotHoldUpAnotherUsersPackage) {
+  PackagesExtension::Options o;
+  o.cache.dir = root_ + "/packages";
+  o.cache.local_dirs = {archives_};
+  o.fetch_threads = 2;
+  absl::StatusOr<std::shared_ptr<PackagesExtension>> ext = PackagesExtension::Create(o);
+  ASSERT_TRUE(ext.ok()) << ext.status();
+  StartWith(*ext);
+  absl::Notification release;
+  herd::testing::HttpServer slow([&](const herd::testing::HttpRequest&, herd::testing::HttpConn& conn) {
+    conn.Write("HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\nxxxx");
+    release.WaitForNotification();
+  });
+  absl::Cleanup end = [&] {
+    if (!release.HasBeenNotified()) release.Notify();
+    sup_->SetDesired({});
+  };
+  std::vector<v1::TaskRun> runs;
+  for (char c : {'d', 'e'}) {
+    const std::string letter(1, c);
+    v1::TaskRun r = MakeRun("bob.stall." + letter, {"sleep", "1000"});
+    r.set_user("bob");
+    *r.add_packages() = MakePackage("stalled-" + letter, std::string(64, c), slow.Url(letter + ".tar"));
+    runs.push_back(r);
+  }
+  sup_->SetDesired(runs);
+  ASSERT_TRUE(Eventually([&] { return slow.request_count() >= 1; }));
+  v1::TaskRun mine = Sh("alice.quick.0", "cat packages/quick/hello.txt; exec sleep 1000");
+  mine.set_user("alice");
+  *mine.add_packages() = DataPackage("quick", "here at once\n");
+  runs.push_back(mine);
+  sup_->SetDesired(runs);
+  // (Bounded well below the stall limit, so waiting behind bob shows.)
+  const bool started = IsActive(WaitFor(*sup_, mine.run_id(), IsActive, 10'000));
+  const int bobs_requests = slow.request_count();
+  std::move(end).Invoke();
+  EXPECT_TRUE(started) << "alice's package waited behind bob's stalled fetches";
+  EXPECT_EQ(bobs_requests, 1) << "bob's fetches took more than his share of the workers";
+}
+
 TEST_F(PackagesTest, LruEvictionNeverEvictsAPackageInUse) {
   // Each package unpacks to 1000 bytes; the budget holds two.
   // Use times come from a ManualClock, so "least recently used" does not
