@@ -155,6 +155,28 @@ class TenantAttacksTest : public ::testing::Test {
     EXPECT_TRUE(info.ok()) << info.status();
     return info.ok() ? *info : v1::CellInfo();
   }
+  static v1::FrameworkInfo Fw(const std::string& name, const std::string& role = "", int32_t priority = 0) {
+    v1::FrameworkInfo f;
+    f.set_name(name);
+    f.set_role(role);
+    f.set_priority(priority);
+    f.set_failover_timeout_ms(600'000);
+    return f;
+  }
+  harness::FrameworkStream Subscribe(const std::string& user, const v1::FrameworkInfo& info) {
+    auto stub = harness::FrameworksStub(cell_, cell_.UserCredential(user));
+    return harness::FrameworkStream::Subscribe(stub.get(), info);
+  }
+  // A dry-run submit of `spec` as `user`, straight to the master.
+  grpc::Status DrySubmit(const std::string& user, const v1::JobSpec& spec) const {
+    auto stub = Stub(user);
+    v1::SubmitRequest req;
+    req.set_dry_run(true);
+    *req.add_jobs() = spec;
+    v1::SubmitResponse resp;
+    auto ctx = rpc::Context("", 30'000);
+    return stub->Submit(ctx.get(), req, &resp);
+  }
 
   Cell cell_;
 };
@@ -256,19 +278,58 @@ TEST_F(TenantAttacksTest, ADigestSquattedFromAnotherUrlLeavesOthersTasksRunning)
 class FrameworkLimitsTest : public TenantAttacksTest {
  protected:
   FrameworkLimitsTest() : TenantAttacksTest({"--framework-max-per-user=3", "--framework-role=gold=3,users=carol"}) {}
-  static v1::FrameworkInfo Fw(const std::string& name, const std::string& role = "", int32_t priority = 0) {
-    v1::FrameworkInfo f;
-    f.set_name(name);
-    f.set_role(role);
-    f.set_priority(priority);
-    f.set_failover_timeout_ms(600'000);
-    return f;
-  }
-  harness::FrameworkStream Subscribe(const std::string& user, const v1::FrameworkInfo& info) {
-    auto stub = harness::FrameworksStub(cell_, cell_.UserCredential(user));
-    return harness::FrameworkStream::Subscribe(stub.get(), info);
-  }
 };
+
+// M2 with the master's defaults (so the attack as it was found fails on a
+// master without the cap, not just on its flags): bob's 21st framework is
+// refused, alice's is not.
+TEST_F(TenantAttacksTest, WithTheDefaultsAUserRegistersAtMostTwentyFrameworks) {
+  for (int i = 0; i < 20; ++i) {
+    harness::FrameworkStream s = Subscribe("bob", Fw(absl::StrCat("hoard", i)));
+    ASSERT_TRUE(s.subscribed) << i << ": " << s.refused.error_message();
+    s.Close();
+  }
+  harness::FrameworkStream over = Subscribe("bob", Fw("hoard20"));
+  ASSERT_FALSE(over.subscribed) << "bob registered a 21st framework";
+  EXPECT_EQ(over.refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << over.refused.error_message();
+  harness::FrameworkStream mine = Subscribe("alice", Fw("mine"));
+  EXPECT_TRUE(mine.subscribed) << mine.refused.error_message();
+  mine.Close();
+}
+
+// M3's priority half with the master's defaults: bob, whose quota in band
+// monitoring (priority 450) is zero, is refused it for a framework as for a
+// job.
+TEST_F(TenantAttacksTest, WithTheDefaultsAFrameworkTakesNoPriorityItsUserHasNoQuotaFor) {
+  RunResult q = cell_.HerdAs("root", {"quota", "set", "bob", "monitoring", "cpu=0,memory=0"});
+  ASSERT_EQ(q.exit_code, 0) << q.Describe();
+  harness::FrameworkStream high = Subscribe("bob", Fw("high", "", 450));
+  ASSERT_FALSE(high.subscribed) << "bob's framework took priority 450";
+  EXPECT_EQ(high.refused.error_code(), grpc::StatusCode::PERMISSION_DENIED) << high.refused.error_message();
+}
+
+// M6's counts with the master's defaults: 200 labels or 200 constraints in
+// one job are refused (a 200k-label dry run went through).
+TEST_F(TenantAttacksTest, WithTheDefaultsCountsInOneRequestAreCapped) {
+  v1::JobSpec spec;
+  spec.set_name("many");
+  spec.set_user("bob");
+  spec.set_task_count(1);
+  spec.mutable_task()->add_command("sleep");
+  spec.mutable_task()->mutable_resources()->set_cpu_millis(10);
+  spec.mutable_task()->mutable_resources()->set_memory_bytes(16 << 20);
+  ASSERT_TRUE(DrySubmit("bob", spec).ok()) << DrySubmit("bob", spec).error_message();
+  v1::JobSpec labels = spec;
+  for (int i = 0; i < 200; ++i) (*labels.mutable_labels())[absl::StrCat("l", i)] = "v";
+  EXPECT_EQ(DrySubmit("bob", labels).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  v1::JobSpec constraints = spec;
+  for (int i = 0; i < 200; ++i) {
+    v1::Constraint* c = constraints.add_constraints();
+    c->set_attribute(absl::StrCat("a", i));
+    c->set_op(v1::Constraint::EXISTS);
+  }
+  EXPECT_EQ(DrySubmit("bob", constraints).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
 
 // M2: bob registered 997 frameworks (disconnected, each kept for its
 // failover timeout) and alice's was refused: "the cell has 1000
