@@ -328,6 +328,8 @@ absl::Status CellState::Check(const v1::Mutation& m) const {
       return CheckQuota(m.quota_set());
     case v1::Mutation::kUserSet:
       return CheckUser(m.user_set());
+    case v1::Mutation::kJoinTokenSet:
+      return CheckJoinToken(m.join_token_set());
     case v1::Mutation::KIND_NOT_SET:
       break;
   }
@@ -407,6 +409,9 @@ absl::Status CellState::Apply(const v1::Mutation& m, Effects* effects) {
       break;
     case v1::Mutation::kUserSet:
       ApplyUser(m);
+      break;
+    case v1::Mutation::kJoinTokenSet:
+      ApplyJoinToken(m);
       break;
     case v1::Mutation::KIND_NOT_SET:
       break;

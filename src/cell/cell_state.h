@@ -313,6 +313,12 @@ class CellState {
     return it == users_.end() ? nullptr : &it->second;
   }
   const absl::btree_map<std::string, v1::User>& users() const { return users_; }
+  // Join tokens (herd token create), by id; null if none.
+  const v1::JoinToken* FindJoinToken(const std::string& id) const {
+    auto it = join_tokens_.find(id);
+    return it == join_tokens_.end() ? nullptr : &it->second;
+  }
+  const absl::btree_map<std::string, v1::JoinToken>& join_tokens() const { return join_tokens_; }
   // Sum of the limits of the user's live (not DEAD) tasks in the band.
   ResourceVector Usage(absl::string_view user, Band band) const;
   // The user's tasks that are not DEAD, at every priority (0 included).
@@ -370,6 +376,7 @@ class CellState {
   absl::Status CheckMachineRegistered(const v1::MachineRegistered& m) const;
   absl::Status CheckQuota(const v1::QuotaSet& m) const;
   absl::Status CheckUser(const v1::UserSet& m) const;
+  absl::Status CheckJoinToken(const v1::JoinTokenSet& m) const;
   // What JobsSubmitted and JobUpdated both ask of a spec (names, count,
   // priority, resources).
   absl::Status CheckSpec(const v1::JobSpec& s) const;
@@ -392,6 +399,7 @@ class CellState {
   // machine: Borg moves an alloc's tasks with it).
   void EvictFromAlloc(const Task& alloc, const v1::Mutation& m, Effects* fx);
   void ApplyUser(const v1::Mutation& m);
+  void ApplyJoinToken(const v1::Mutation& m);
   void ApplyJobReleased(const v1::Mutation& m, Effects* fx);
   void ApplyScheduleTriggered(const v1::Mutation& m, Effects* fx);
   // A new job from `spec` (replacing a DEAD one of its id): every task
@@ -472,6 +480,7 @@ class CellState {
   absl::btree_set<Task*, PendingOrder> pending_;
   absl::btree_map<std::pair<std::string, std::string>, v1::Quota> quotas_;  // (user, band)
   absl::btree_map<std::string, v1::User> users_;
+  absl::btree_map<std::string, v1::JoinToken> join_tokens_;
   absl::flat_hash_map<std::pair<std::string, int>, ResourceVector> usage_;  // (user, band)
   absl::flat_hash_map<std::string, int64_t> live_tasks_;                     // by user
   using RequestKey = std::pair<std::string, std::string>;  // (user, request id)

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/ids.h"
 #include "base/status.h"
@@ -40,6 +41,22 @@ absl::Status CellState::CheckUser(const v1::UserSet& m) const {
     if (c.empty() || c.size() > 32) return absl::InvalidArgumentError(absl::StrCat("bad capability '", Quote(c), "'"));
   }
   if (m.user().revoked_before_s() < 0) return absl::InvalidArgumentError("revoked_before_s must not be negative");
+  return absl::OkStatus();
+}
+
+absl::Status CellState::CheckJoinToken(const v1::JoinTokenSet& m) const {
+  const v1::JoinToken& t = m.token();
+  if (t.id().size() != 6 || !std::all_of(t.id().begin(), t.id().end(), [](char c) {
+        return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'z');
+      })) {
+    return absl::InvalidArgumentError(absl::StrCat("join token id '", Quote(t.id()), "' is not 6 of [a-z0-9]"));
+  }
+  if (m.remove()) return absl::OkStatus();
+  if (t.secret_sha256().size() != 64) return absl::InvalidArgumentError("join token: secret_sha256 is not 64 hex digits");
+  if (t.max_uses() < 0) return absl::InvalidArgumentError("join token: max_uses must not be negative");
+  if (t.description().size() > 256) return absl::InvalidArgumentError("join token: description over 256 bytes");
+  if (t.machines_size() > 10'000) return absl::InvalidArgumentError("join token: over 10,000 machines");
+  for (const std::string& name : t.machines()) HERD_RETURN_IF_ERROR(ValidateMachineName(name));
   return absl::OkStatus();
 }
 
@@ -167,6 +184,15 @@ void CellState::ApplyUser(const v1::Mutation& m) {
     users_.erase(u.name());
   } else {
     users_[u.name()] = u;
+  }
+}
+
+void CellState::ApplyJoinToken(const v1::Mutation& m) {
+  const v1::JoinTokenSet& j = m.join_token_set();
+  if (j.remove()) {
+    join_tokens_.erase(j.token().id());
+  } else {
+    join_tokens_[j.token().id()] = j.token();
   }
 }
 

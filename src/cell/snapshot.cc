@@ -25,6 +25,7 @@ v1::CellSnapshot CellState::ToSnapshot() const {
   for (const Machine* m : machine_list_) *s.add_machines() = m->ToProto();
   for (const auto& [key, q] : quotas_) *s.add_quotas() = q;
   for (const auto& [name, u] : users_) *s.add_users() = u;
+  for (const auto& [id, t] : join_tokens_) *s.add_join_tokens() = t;
   for (const RequestKey& key : request_order_) {
     v1::SubmitRecord* r = s.add_requests();
     r->set_user(key.first);
@@ -156,6 +157,7 @@ absl::StatusOr<CellState> CellState::FromSnapshot(const v1::CellSnapshot& s) {
   }
   for (const v1::Quota& q : s.quotas()) c.quotas_[std::make_pair(q.user(), q.band())] = q;
   for (const v1::User& u : s.users()) c.users_[u.name()] = u;
+  for (const v1::JoinToken& t : s.join_tokens()) c.join_tokens_[t.id()] = t;
   for (const v1::SubmitRecord& r : s.requests()) {
     // A record from before request ids were per user (#33) has no user: it
     // belongs to the owner of its first job; one with no jobs is dropped.

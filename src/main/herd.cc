@@ -234,6 +234,12 @@ void AddAgentFlags(CLI::App* cmd, agent::AgentOptions* o, AgentFlags* f) {
   cmd->add_option("--name", o->name, "Machine name (default: the name in the credential)");
   cmd->add_option("--credentials", o->credentials,
                   "This machine's credential, role machine (default ROOT/credentials.pem)");
+  cmd->add_option("--join", o->join_token,
+                  "With no credential yet: join the cell with this token (herd token create), or @FILE to read it "
+                  "from FILE (the command line is visible to other users of the host)");
+  cmd->add_option("--ca-hash", o->ca_hash,
+                  "With --join: the cell CA's public key hash, sha256:HEX (herd token create prints it); the master "
+                  "is trusted only if its CA has it");
   cmd->add_option("--capacity", f->capacity, "Resources to offer, e.g. cpu=2,memory=4Gi (default: detected)");
   cmd->add_option("--attr", f->attrs, "Machine attribute KEY=VALUE (repeatable)");
   cmd->add_option("--root", o->root_dir, "Directory for task runs and logs");

@@ -507,4 +507,37 @@ absl::Status VerifySignature(absl::string_view cert_pem, absl::string_view data,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> PublicKeyHash(absl::string_view cert_pem) {
+  ClearErrorsOnExit clear_errors;
+  absl::StatusOr<Owned<X509>> x = ReadCert(cert_pem);
+  if (!x.ok()) return x.status();
+  unsigned char* der = nullptr;
+  const int len = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(x->get()), &der);
+  if (len <= 0) return Fail("public key");
+  std::string hex = Sha256Hex(absl::string_view(reinterpret_cast<const char*>(der), static_cast<size_t>(len)));
+  OPENSSL_free(der);
+  return absl::StrCat("sha256:", hex);
+}
+
+absl::StatusOr<std::string> RandomAlnum(int n) {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string out;
+  while (static_cast<int>(out.size()) < n) {
+    unsigned char b[64];
+    if (RAND_bytes(b, sizeof(b)) != 1) return absl::InternalError("no random bytes");
+    for (unsigned char c : b) {
+      if (c >= 252) continue;  // 252 = 7 * 36: no bias
+      out.push_back(kAlphabet[c % 36]);
+      if (static_cast<int>(out.size()) == n) break;
+    }
+  }
+  return out;
+}
+
+std::string Sha256Hex(absl::string_view data) {
+  unsigned char md[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), md);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(md), sizeof(md)));
+}
+
 }  // namespace herd::pki

@@ -100,6 +100,14 @@ absl::Status SaveCredential(const std::string& path, const Credential& c);
 absl::StatusOr<Authority> LoadAuthority(const std::string& dir);  // DIR/ca.crt, DIR/ca.key
 absl::Status SaveAuthority(const std::string& dir, const Authority& ca);
 
+// "sha256:HEX": SHA-256 of the DER SubjectPublicKeyInfo of the (CA)
+// certificate, as kubeadm pins a cluster's CA (herd agent --ca-hash).
+absl::StatusOr<std::string> PublicKeyHash(absl::string_view cert_pem);
+// `n` characters of [a-z0-9] from the OS's random source (join tokens).
+absl::StatusOr<std::string> RandomAlnum(int n);
+// Lower-case hex SHA-256.
+std::string Sha256Hex(absl::string_view data);
+
 // ECDSA over SHA-256 with a PEM private key; Verify checks with the public
 // key in a certificate.
 absl::StatusOr<std::string> Sign(absl::string_view key_pem, absl::string_view data);

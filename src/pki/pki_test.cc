@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -131,6 +133,34 @@ TEST_F(PkiTest, AuthorityRoundTripsWithItsKeyPrivate) {
   ASSERT_TRUE(info.ok());
   EXPECT_TRUE(info->is_ca);
   std::filesystem::remove_all(dir);
+}
+
+// The CA hash a joining machine pins: what kubeadm and openssl compute
+// (SHA-256 of the DER SubjectPublicKeyInfo), checked with openssl(1).
+TEST_F(PkiTest, PublicKeyHashIsTheSpkiDigestOpensslComputes) {
+  absl::StatusOr<std::string> mine = PublicKeyHash(ca_.cert_pem);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  const std::string dir = ::testing::TempDir() + "/spki";
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir + "/ca.crt") << ca_.cert_pem; }
+  const std::string cmd = "openssl x509 -in " + dir + "/ca.crt -pubkey -noout | openssl pkey -pubin -outform der | "
+                          "openssl dgst -sha256 -r > " + dir + "/out";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::ifstream in(dir + "/out");
+  std::string hex;
+  in >> hex;
+  EXPECT_EQ(*mine, "sha256:" + hex);
+  // Another CA: another hash.
+  auto other = CreateAuthority("other", kNow, kYear);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(*PublicKeyHash(other->cert_pem), *mine);
+}
+
+TEST(PkiRandom, RandomAlnumIsOfTheAlphabetAndDiffers) {
+  std::string a = *RandomAlnum(16), b = *RandomAlnum(16);
+  EXPECT_EQ(a.size(), 16u);
+  EXPECT_NE(a, b);
+  for (char c : a + b) EXPECT_TRUE((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) << c;
 }
 
 TEST(PkiRoles, ParseAndNameAgree) {

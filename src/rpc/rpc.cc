@@ -229,7 +229,8 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::vector<List
     const Listener& l = listeners[i];
     if (absl::Status st = ValidateAddress(l.address); !st.ok()) return st;
     if (l.identities.empty()) return absl::InvalidArgumentError(absl::StrCat("no identity to present on ", l.address));
-    grpc::SslServerCredentialsOptions tls(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    grpc::SslServerCredentialsOptions tls(l.client_cert_optional ? GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY
+                                                                 : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     tls.pem_root_certs = l.identities[0].ca_pem;
     for (const pki::Credential& c : l.identities) {
       if (c.ca_pem != l.identities[0].ca_pem) {

@@ -120,6 +120,11 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& add
 struct Listener {
   std::string address;  // HOST:PORT, port 0 = pick one
   std::vector<pki::Credential> identities;
+  // Accept callers without a client certificate (one presented is still
+  // verified). Only the master's port does, for machines joining with a
+  // token (herd agent --join); every method but those refuses a caller
+  // without a certificate (Caller()).
+  bool client_cert_optional = false;
 };
 // Starts one server on every listener; *bound receives each listener's
 // HOST:PORT, in order.

@@ -262,6 +262,9 @@ class Cell {
   absl::Status RestartAgent(const std::string& name, bool wait_up = true, const std::string& binary = "");
   Child* agent(const std::string& name);
   std::string AgentRoot(const std::string& name) const;
+  // Processes under `root` (an agent the test started itself) are killed
+  // with the cell's own (Shutdown).
+  void TrackRoot(const std::string& root) { roots_.push_back(root); }
   std::vector<std::string> AgentNames() const;
 
   // Starts `herd scheduler --master ADDR --name NAME flags...` (log in

@@ -1,5 +1,7 @@
 #include "agent/server/agent_server.h"
 
+#include "agent/server/join_client.h"
+
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -156,11 +158,23 @@ absl::Status ResolveOptions(AgentOptions& o, std::map<std::string, std::string>*
         o.root_dir.empty() ? absl::StrCat("/var/lib/herd/agent/", o.name.empty() ? HostName() : o.name) : o.root_dir;
     o.credentials = absl::StrCat(root, "/credentials.pem");
   }
+  if (!o.join_token.empty() && !std::filesystem::exists(o.credentials)) {
+    JoinOptions j{.masters = o.master, .token = o.join_token, .ca_hash = o.ca_hash,
+                  .machine = o.name.empty() ? HostName() : o.name};
+    absl::StatusOr<pki::Credential> joined = JoinCell(j);
+    if (!joined.ok()) {
+      return absl::Status(joined.status().code(), absl::StrCat("--join: ", joined.status().message()));
+    }
+    HERD_RETURN_IF_ERROR(pki::SaveCredential(o.credentials, *joined));
+    HERD_LOG_INFO("joined the cell as machine {} with join token {}; credential in {}", j.machine,
+                  j.token.substr(0, j.token.find('.')), o.credentials);
+  }
   absl::StatusOr<pki::Credential> self = pki::LoadCredential(o.credentials);
   if (!self.ok()) {
     return absl::Status(self.status().code(),
                         absl::StrCat(self.status().message(), "; an agent needs its machine's credential (herd ca "
-                                                              "issue --ca DIR --machine NAME --out FILE)"));
+                                                              "issue --ca DIR --machine NAME --out FILE, or herd "
+                                                              "agent --join TOKEN --ca-hash HASH)"));
   }
   if (self->info.subject.role != pki::Role::kMachine) {
     return absl::InvalidArgumentError(absl::StrCat(o.credentials, ": the credential is for ",

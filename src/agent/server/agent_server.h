@@ -21,6 +21,11 @@ struct AgentOptions {
   // ROOT/credentials.pem. Loaded into `identity` by RunAgent.
   std::string credentials;
   pki::Credential identity;
+  // herd agent --join TOKEN --ca-hash sha256:HEX: with no credential yet,
+  // get one from the master with a join token (join_client.h) and keep it
+  // at `credentials`; once it exists the token is not used again.
+  std::string join_token;
+  std::string ca_hash;
   std::string root_dir;                    // runs and logs; default /var/lib/herd/agent/<name>
   std::string shim_path;                   // default: herd-shim next to herd
   bool capacity_given = false;

@@ -128,6 +128,7 @@ void AddUserCommands(CLI::App& app, CommandContext& ctx) {
   AddFrameworks(app, ctx);
   AddUi(app, ctx);
   AddCredentialCommands(app, ctx);
+  AddTokenCommands(app, ctx);
 }
 
 }  // namespace herd::cli

@@ -71,6 +71,8 @@ std::string RolloutText(const v1::Rollout& r);
 std::string DiffText(const v1::JobDiff& diff);
 // herd ca init|issue, herd user add.
 void AddCredentialCommands(CLI::App& app, CommandContext& ctx);
+// herd token create|list|revoke (tokens.cc).
+void AddTokenCommands(CLI::App& app, CommandContext& ctx);
 void AddKill(CLI::App& app, CommandContext& ctx);
 // herd runs JOB: a scheduled job's runs (runs.cc).
 void AddRuns(CLI::App& app, CommandContext& ctx);

@@ -458,6 +458,7 @@ void AlertManager::Observe(const v1::Mutation& m) {
     case v1::Mutation::kReservationsSet:
     case v1::Mutation::kMachinePackages:
     case v1::Mutation::kUserSet:
+    case v1::Mutation::kJoinTokenSet:
     case v1::Mutation::kMachineDrained:
     case v1::Mutation::kJobUpdated:
     case v1::Mutation::kTasksUpdated:

@@ -219,6 +219,7 @@ static bool AllowedBelowReserve(const cell::CellState& s, const v1::Mutation& m)
     case v1::Mutation::kQuotaSet:
     case v1::Mutation::kReservationsSet:
     case v1::Mutation::kUserSet:
+    case v1::Mutation::kJoinTokenSet:
     case v1::Mutation::kTasksUpdated:
     case v1::Mutation::kRolloutChanged:
     case v1::Mutation::kJobReleased:

@@ -28,7 +28,8 @@ MasterCore::MasterCore(store::LogStore* reader, Clock* clock, MasterOptions opti
       access_(api_),
       machines_(api_),
       stream_(api_),
-      names_(api_) {
+      names_(api_),
+      join_(api_) {
   api_.committer = committer_.get();
   api_.store = reader;
   api_.clock = clock;

@@ -8,6 +8,7 @@
 //   machines()  machines registering and listed, quota, the cell in brief
 //   stream()    Watch (the change log) and checkpoints
 //   names()     Resolve and WatchNames (tasks' names, naming/names.h)
+//   join()      join tokens, and machines joining with one
 //
 // Every handler asks the Authorizer (admission/authorizer.h) before it acts.
 // No gRPC: master/server adapts it to gRPC; the simulator drives it directly.
@@ -24,6 +25,7 @@
 #include "master/core/api/access.h"
 #include "master/core/api/context.h"
 #include "master/core/api/jobs.h"
+#include "master/core/api/join.h"
 #include "master/core/api/machines.h"
 #include "master/core/api/names.h"
 #include "master/core/api/rollouts.h"
@@ -91,6 +93,7 @@ class MasterCore {
   MachinesApi& machines() { return machines_; }
   StreamApi& stream() { return stream_; }
   NamesApi& names() { return names_; }
+  JoinApi& join() { return join_; }
 
   Committer& committer() { return *committer_; }
   const MasterOptions& options() const { return options_; }
@@ -120,6 +123,7 @@ class MasterCore {
   MachinesApi machines_;
   StreamApi stream_;
   NamesApi names_;
+  JoinApi join_;
   std::unique_ptr<CommitterChangeSource> sched_source_;
   std::unique_ptr<FunctionProposalSink> sched_sink_;
   std::unique_ptr<sched::SchedulerLoop> sched_loop_;

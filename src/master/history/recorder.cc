@@ -180,6 +180,7 @@ void EventMapper::Add(const v1::Mutation& m, Batch* out) {
     case v1::Mutation::kReservationsSet:
     case v1::Mutation::kMachinePackages:
     case v1::Mutation::kUserSet:
+    case v1::Mutation::kJoinTokenSet:
     case v1::Mutation::kMachineInterference:
     case v1::Mutation::KIND_NOT_SET:
       return;

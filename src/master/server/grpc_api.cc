@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "master/core/admission/identity.h"
 #include "master/web/web_ui.h"
+#include "base/status.h"
 #include "rpc/rpc.h"
 
 namespace herd::master {
@@ -247,6 +248,19 @@ grpc::Status HerdService::Resolve(grpc::ServerContext* ctx, const v1::ResolveReq
   HERD_CALL(names, Resolve);
 }
 
+grpc::Status HerdService::CreateJoinToken(grpc::ServerContext* ctx, const v1::CreateJoinTokenRequest* req,
+                                          v1::CreateJoinTokenResponse* out) {
+  HERD_CHANGE(join, CreateJoinToken);
+}
+grpc::Status HerdService::ListJoinTokens(grpc::ServerContext* ctx, const v1::ListJoinTokensRequest* req,
+                                         v1::ListJoinTokensResponse* out) {
+  HERD_CALL(join, ListJoinTokens);
+}
+grpc::Status HerdService::RevokeJoinToken(grpc::ServerContext* ctx, const v1::RevokeJoinTokenRequest* req,
+                                          v1::RevokeJoinTokenResponse* out) {
+  HERD_CHANGE(join, RevokeJoinToken);
+}
+
 #undef HERD_CHANGE
 #undef HERD_CALL
 #undef HERD_CALL_IMPL
@@ -325,6 +339,36 @@ grpc::Status HerdService::ListAlerts(grpc::ServerContext* ctx, const v1::ListAle
   if (alerts_ != nullptr) *out = alerts_->List(req->all());
   Stamp(ctx, core_->committer().revision());
   return grpc::Status::OK;
+}
+
+absl::StatusOr<std::string> HerdService::AdmitAnonymous(const grpc::ServerContext* ctx) {
+  // "ipv4:10.0.0.7:51234" -> "10.0.0.7"; "ipv6:[::1]:5" -> "[::1]".
+  std::string host = ctx->peer();
+  if (size_t colon = host.find(':'); colon != std::string::npos) host = host.substr(colon + 1);
+  if (size_t port = host.rfind(':'); port != std::string::npos) host.resize(port);
+  if (limiter_ != nullptr) {
+    HERD_RETURN_IF_ERROR(limiter_->Admit(Principal::User(absl::StrCat("join@", host))));
+  }
+  return host;
+}
+
+grpc::Status HerdService::GetJoinInfo(grpc::ServerContext* ctx, const v1::GetJoinInfoRequest*,
+                                      v1::GetJoinInfoResponse* out) {
+  absl::StatusOr<std::string> peer = AdmitAnonymous(ctx);
+  if (!peer.ok()) return rpc::ToGrpc(peer.status());
+  return Reply(core_->join().GetJoinInfo(), out);
+}
+
+grpc::Status HerdService::Join(grpc::ServerContext* ctx, const v1::JoinRequest* req, v1::JoinResponse* out) {
+  absl::StatusOr<std::string> peer = AdmitAnonymous(ctx);
+  if (!peer.ok()) return rpc::ToGrpc(peer.status());
+  if (!core_->leading()) {
+    // (Not forwarded: a forwarded call carries its caller's certificate,
+    // which a joining machine does not have yet.)
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "this master does not lead the cell: join through the leader (give every master's address)");
+  }
+  return Reply(core_->join().Join(*req, *peer), out);
 }
 
 grpc::ServerWriteReactor<v1::WatchResponse>* HerdService::Watch(grpc::CallbackServerContext* ctx,

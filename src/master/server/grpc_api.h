@@ -115,6 +115,16 @@ class HerdService final : public HerdServiceBase {
   grpc::Status Resolve(grpc::ServerContext*, const v1::ResolveRequest*, v1::ResolveResponse*) override;
   grpc::ServerWriteReactor<v1::WatchNamesResponse>* WatchNames(grpc::CallbackServerContext*,
                                                                const v1::WatchNamesRequest*) override;
+  grpc::Status CreateJoinToken(grpc::ServerContext*, const v1::CreateJoinTokenRequest*,
+                               v1::CreateJoinTokenResponse*) override;
+  grpc::Status ListJoinTokens(grpc::ServerContext*, const v1::ListJoinTokensRequest*,
+                              v1::ListJoinTokensResponse*) override;
+  grpc::Status RevokeJoinToken(grpc::ServerContext*, const v1::RevokeJoinTokenRequest*,
+                               v1::RevokeJoinTokenResponse*) override;
+  // The two calls served without a client certificate (rate-limited by
+  // the caller's address).
+  grpc::Status GetJoinInfo(grpc::ServerContext*, const v1::GetJoinInfoRequest*, v1::GetJoinInfoResponse*) override;
+  grpc::Status Join(grpc::ServerContext*, const v1::JoinRequest*, v1::JoinResponse*) override;
 
   // The caller, identified and within its rate (the Frameworks service
   // admits its callers with this too).
@@ -130,6 +140,9 @@ class HerdService final : public HerdServiceBase {
   void CaughtUp(grpc::ServerContext* ctx, int64_t revision);
   // A follower's read barrier (SetReadBarrier), if any.
   void Barrier();
+  // A caller without a certificate (GetJoinInfo, Join), held to a rate
+  // by its address; returns the address.
+  absl::StatusOr<std::string> AdmitAnonymous(const grpc::ServerContext* ctx);
   // A slot for one of `who`'s unary requests in flight, or RESOURCE_EXHAUSTED.
   absl::Status HoldCall(const Principal& who, const char* what, StreamLimits::Slot* slot);
   // A slot for `who`'s stream `what` (StreamLimits), ended by `end` should

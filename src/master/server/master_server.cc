@@ -290,12 +290,18 @@ absl::StatusOr<Api> StartApi(const ServerOptions& options, MasterCore* core, His
     api.metrics = std::move(*metrics);
     api.service->SetHttp(api.metrics->address());
   }
-  auto server = rpc::StartServer(options.listen, {api.service.get(), api.frameworks_service.get()},
-                                 *options.core.credential, &api.bound);
+  // Machines joining with a token call before they have a certificate
+  // (GetJoinInfo, Join); every other method refuses a caller without one.
+  std::vector<std::string> ports;
+  auto server = rpc::StartServer({rpc::Listener{.address = options.listen,
+                                                .identities = {*options.core.credential},
+                                                .client_cert_optional = true}},
+                                 {api.service.get(), api.frameworks_service.get()}, &ports);
   if (!server.ok()) {
     api.Stop();
     return server.status();
   }
+  api.bound = ports[0];
   api.server = std::move(*server);
   api.service->SetIdentity(api.bound, store_name);
   const std::filesystem::path addr = std::filesystem::path(options.data_dir) / "master.addr";

@@ -86,6 +86,21 @@ void AuditLog::RecordUnidentified(const std::string& name, const std::string& cr
   WriteFor(name, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
+void AuditLog::RecordJoin(const std::string& peer, const std::string& token_id, const std::string& machine,
+                          const absl::Status& outcome) {
+  nlohmann::json j;
+  j["time"] = Rfc3339(clock_->NowMs());
+  j["who"] = absl::StrCat("join token ", token_id, " from ", peer);
+  j["user"] = absl::StrCat("join:", token_id);
+  j["acting_for"] = "";
+  j["credential"] = "";
+  j["action"] = "join-machine";
+  j["on"] = absl::StrCat("machine ", machine);
+  j["allowed"] = outcome.ok();
+  if (!outcome.ok()) j["why"] = std::string(outcome.message());
+  WriteFor(absl::StrCat("join:", token_id), j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+}
+
 void AuditLog::WriteFor(const std::string& user, const std::string& line) {
   std::lock_guard l(mu_);
   if (options_.per_user_rate > 0) {

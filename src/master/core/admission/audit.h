@@ -44,6 +44,10 @@ class AuditLog {
   // A caller whose identity was refused (Authorizer::Unidentified).
   void RecordUnidentified(const std::string& name, const std::string& credential, const std::string& acting_as,
                           const absl::Status& why);
+  // A join (Authorizer::Joined): who is "token ID from PEER", the action
+  // join-machine, rate-limited per token id.
+  void RecordJoin(const std::string& peer, const std::string& token_id, const std::string& machine,
+                  const absl::Status& outcome);
 
  private:
   AuditLog(Options o, Clock* clock) : options_(std::move(o)), clock_(clock) {}
@@ -78,6 +82,10 @@ class AuditingAuthorizer final : public Authorizer {
   void Unidentified(const std::string& name, const std::string& credential, const std::string& acting_as,
                     const absl::Status& why) const override {
     log_->RecordUnidentified(name, credential, acting_as, why);
+  }
+  void Joined(const std::string& peer, const std::string& token_id, const std::string& machine,
+              const absl::Status& outcome) const override {
+    log_->RecordJoin(peer, token_id, machine, outcome);
   }
 
  private:

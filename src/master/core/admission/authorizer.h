@@ -132,6 +132,10 @@ class Authorizer {
   // audit log); the refusal itself is the caller's answer.
   virtual void Unidentified(const std::string& name, const std::string& credential, const std::string& acting_as,
                             const absl::Status& why) const {}
+  // A machine asked to join with a token (JoinApi): from `peer`, with token
+  // `token_id`, as `machine`; OK if it got its credential. Only recorded.
+  virtual void Joined(const std::string& peer, const std::string& token_id, const std::string& machine,
+                      const absl::Status& outcome) const {}
 };
 
 // The refusal every policy returns: "user bob may not kill-job job

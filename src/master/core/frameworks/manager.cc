@@ -141,6 +141,7 @@ bool JobsNamed(const v1::Mutation& m, std::set<std::string>* out) {
     case v1::Mutation::kReservationsSet:
     case v1::Mutation::kQuotaSet:
     case v1::Mutation::kUserSet:
+    case v1::Mutation::kJoinTokenSet:
     case v1::Mutation::kRolloutChanged:
       return true;
     // Changes that may move tasks they do not name.
