@@ -28,6 +28,8 @@ PACKAGES=(
 )
 if [ $tests -eq 1 ]; then
   PACKAGES+=(chromium)
+  # The Debian package and its test (scripts/package.sh --check, tests/package).
+  PACKAGES+=(dpkg-dev lintian xz-utils adduser systemd)
   # Node.js from Debian (nodejs, npm) unless a node and npm are there already.
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then PACKAGES+=(nodejs npm); fi
 fi

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/client.h"
+#include "main/config_file.h"
 #include "rpc/rpc.h"
 #include "sched/config/flags.h"
 #include "sched/server/scheduler_server.h"
@@ -22,6 +23,7 @@ void AddScheduler(CLI::App& app, int& rc) {
       ->capture_default_str();
   flags->AddTo(cmd);
   cmd->add_option("--log-file", o->log_file, "Also log to this file");
+  AddConfigFlag(cmd);
   auto credentials = std::make_shared<std::string>();
   cmd->add_option("--credentials", *credentials,
                   "Credential to present to the master, role scheduler (default: $HERD_CREDENTIALS, else the one "
