@@ -26,7 +26,8 @@ arch=$(dpkg --print-architecture)
 out="$BUILD_DIR/package"
 stage="$out/herd_${version}_${arch}"
 debug="$out/debug"
-rm -rf "$stage" "$debug"
+rm -rf "$out"  # only this version's files are left there
+
 mkdir -p "$stage/DEBIAN" "$stage/usr/bin" "$stage/lib/systemd/system" "$stage/etc/herd" \
          "$stage/usr/share/doc/herd" "$stage/usr/share/man/man1" "$debug"
 
