@@ -18,15 +18,26 @@ pids=()
 say() { echo "package_test: $*"; }
 fail() { echo "package_test: FAIL: $*" >&2; exit 1; }
 
+# Every process whose working directory is under the agent's root (its
+# tasks), until none is left (bounded).
+kill_tasks() {
+  local left
+  for _ in $(seq 1 100); do
+    left=0
+    for p in /proc/[0-9]*; do
+      case "$(readlink "$p/cwd" 2>/dev/null)" in /var/lib/herd/agent*) kill -9 "${p#/proc/}" 2>/dev/null; left=1 ;; esac
+    done
+    [ $left -eq 0 ] && return 0
+    sleep 0.05
+  done
+}
+
 cleanup() {
   set +e
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
   # Tasks outlive their agent (KillMode=process): every process under the
   # agent's root goes, then the agent's cgroups (only Herd's own).
-  for p in /proc/[0-9]*; do
-    case "$(readlink "$p/cwd" 2>/dev/null)" in /var/lib/herd/agent*) kill -9 "${p#/proc/}" 2>/dev/null ;; esac
-  done
-  sleep 0.5
+  kill_tasks
   for g in /sys/fs/cgroup/*/herd/"$(hostname)"-* /sys/fs/cgroup/unified/herd/"$(hostname)"-*; do
     [ -d "$g" ] && find "$g" -depth -type d -exec rmdir {} \; 2>/dev/null
   done
@@ -125,12 +136,7 @@ ls -d /var/lib/herd/agent/runs/* > /dev/null 2>&1 || fail "dpkg -r removed tasks
 say "removed: binaries and units gone; state, tasks' data and configuration kept"
 
 # 7. Purge: the state goes too.
-cleanup_tasks() {
-  for p in /proc/[0-9]*; do
-    case "$(readlink "$p/cwd" 2>/dev/null)" in /var/lib/herd/agent*) kill -9 "${p#/proc/}" 2>/dev/null ;; esac
-  done
-}
-cleanup_tasks
+kill_tasks
 dpkg --purge herd > "$tmp/dpkg-purge.log" 2>&1 || { cat "$tmp/dpkg-purge.log"; fail "dpkg --purge"; }
 [ ! -e /var/lib/herd/master ] || fail "purge left /var/lib/herd/master"
 [ ! -e /etc/herd/master.yaml ] || fail "purge left a conffile"
