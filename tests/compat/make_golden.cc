@@ -18,6 +18,7 @@
 #include "compat/golden.h"
 #include "master/core/lifecycle.h"
 #include "master/core/master_core.h"
+#include "pki/pki.h"
 #include "store/sqlite/sqlite_log_store.h"
 #include "testing/builders.h"
 #include "testing/fake_agent_link.h"
@@ -59,6 +60,8 @@ absl::Status Run(const std::string& dir) {
   o.committer.snapshot_every = 20;  // a snapshot and a log after it
   o.link.max_down_fraction = 1.0;
   o.link.down_after_misses = 2;
+  // A CA, for join tokens (generation v2 on).
+  HERD_ASSIGN_OR_RETURN(o.authority, pki::CreateAuthority("golden", clock.NowMs() / 1000 - 60, 3650LL * 86400));
   HERD_ASSIGN_OR_RETURN(auto core, master::MasterCore::Create(store.get(), &link, &clock, o));
   master::MasterLifecycle life(core.get(), master::MasterLifecycle::Mode::kStepped);
   HERD_RETURN_IF_ERROR(life.Start());
@@ -119,6 +122,23 @@ absl::Status Run(const std::string& dir) {
   drain.add_machines("m2");
   drain.set_reason("kernel upgrade");
   HERD_RETURN_IF_ERROR(core->machines().DrainMachines(Principal::User("admin"), drain).status());
+  // A join token (v2 on): made, used by a machine, another revoked.
+  v1::CreateJoinTokenRequest token_req;
+  token_req.set_max_uses(2);
+  token_req.set_description("rack r3");
+  HERD_ASSIGN_OR_RETURN(v1::CreateJoinTokenResponse token,
+                        core->join().CreateJoinToken(Principal::Admin("admin"), token_req));
+  v1::JoinRequest join;
+  join.set_token(token.token());
+  join.set_machine("m9");
+  HERD_ASSIGN_OR_RETURN(pki::KeyPair key, pki::GenerateKey());
+  join.set_public_key_pem(key.public_pem);
+  HERD_RETURN_IF_ERROR(core->join().Join(join, "10.0.0.9").status());
+  HERD_ASSIGN_OR_RETURN(v1::CreateJoinTokenResponse spare,
+                        core->join().CreateJoinToken(Principal::Admin("admin"), v1::CreateJoinTokenRequest()));
+  v1::RevokeJoinTokenRequest revoke;
+  revoke.set_id(spare.info().id());
+  HERD_RETURN_IF_ERROR(core->join().RevokeJoinToken(Principal::Admin("admin"), revoke).status());
   // m1 stops answering, is marked down, and comes back.
   link.SetUp("m1:7071", false);
   HERD_RETURN_IF_ERROR(step(4));
