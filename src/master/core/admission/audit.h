@@ -45,7 +45,7 @@ class AuditLog {
   void RecordUnidentified(const std::string& name, const std::string& credential, const std::string& acting_as,
                           const absl::Status& why);
   // A join (Authorizer::Joined): who is "token ID from PEER", the action
-  // join-machine, rate-limited per token id.
+  // join-machine, rate-limited per PEER (the caller's address).
   void RecordJoin(const std::string& peer, const std::string& token_id, const std::string& machine,
                   const absl::Status& outcome);
 

@@ -101,5 +101,35 @@ TEST(AuditLog, RecordsEveryRefusalAndLimitsEachUsersRate) {
   std::filesystem::remove_all(dir);
 }
 
+// Joins without a credential (herd agent --join) are recorded with their
+// token and address, and held to a rate by address: a caller who makes up a
+// new token id for every try cannot flood the log.
+TEST(AuditLog, JoinsAreRecordedAndHeldToARatePerAddress) {
+  char tmpl[] = "/tmp/herd-audit-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ManualClock clock(1'800'000'000'123);
+  AuditLog::Options o;
+  o.path = dir + "/audit.log";
+  o.per_user_rate = 1;
+  o.per_user_burst = 3;
+  auto log = AuditLog::Open(o, &clock);
+  ASSERT_TRUE(log.ok()) << log.status();
+  AuditingAuthorizer auth(std::make_shared<CellPolicy>(), std::shared_ptr<AuditLog>(std::move(*log)));
+  auth.Joined("10.0.0.9", "abc123", "node5", absl::OkStatus());
+  for (int i = 0; i < 50; ++i) {
+    auth.Joined("10.6.6.6", absl::StrCat("id", i), "evil", absl::UnauthenticatedError("unknown join token"));
+  }
+  std::vector<nlohmann::json> got = Lines(dir + "/audit.log");
+  ASSERT_EQ(got.size(), 4u);  // the join, and the flood's burst of 3
+  EXPECT_EQ(got[0]["action"], "join-machine");
+  EXPECT_EQ(got[0]["who"], "join token abc123 from 10.0.0.9");
+  EXPECT_EQ(got[0]["on"], "machine node5");
+  EXPECT_EQ(got[0]["allowed"], true);
+  EXPECT_EQ(got[3]["allowed"], false);
+  EXPECT_EQ(got[3]["why"], "unknown join token");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace herd::master
