@@ -206,7 +206,14 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
     }
     as = *account;
   }
-  if (absl::Status st = Untar(tmp + "/archive", tmp + "/root", as); !st.ok()) {
+  absl::Status unpacked;
+  {
+    // One unpack at a time: Untar ends every process of the account after
+    // each, which must not be another install's tar.
+    absl::MutexLock one(&unpack_mu_);
+    unpacked = Untar(tmp + "/archive", tmp + "/root", as);
+  }
+  if (absl::Status st = unpacked; !st.ok()) {
     cleanup();
     return absl::Status(st.code(), absl::StrCat("package ", package.name(), ": ", st.message()));
   }

@@ -117,6 +117,7 @@ class PackageCache {
   std::atomic<int64_t> fetches_{0};
   std::atomic<int64_t> tmp_seq_{0};
   mutable absl::Mutex mu_;
+  absl::Mutex unpack_mu_;  // held around Untar (unpack.h)
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, int> refs_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> doomed_ ABSL_GUARDED_BY(mu_);

@@ -1,8 +1,9 @@
 #include "agent/packages/unpack.h"
 
+#include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "base/errno_status.h"
+#include "base/status.h"
 
 namespace herd::agent {
 namespace {
@@ -30,40 +32,89 @@ std::string FindTar() {
   return "";
 }
 
-// What the walk below found that a package may not hold (first only).
-thread_local std::string g_refused;
-thread_local bool g_chown;
+// Everyone reads (and enters) it, nobody but root changes it, and nothing
+// in it runs with another's rights.
+mode_t Wanted(mode_t kind, mode_t mode) { return kind == S_IFDIR ? (mode | 0555) & 0755 : ((mode | 0444) & 0555); }
 
-// After tar: root's, read only, no set-id bits, nothing but files,
-// directories and symlinks. Only root and the unpack uid (whose tar has
-// exited) could reach the tree, so paths cannot change under the walk; it
-// never follows a symlink all the same (FTW_PHYS, lchown, and no chmod on
-// one).
-int Settle(const char* path, const struct stat* st, int type, struct FTW*) {
-  if (type == FTW_NS || type == FTW_DNR) {
-    g_refused = absl::StrCat(path, " cannot be read");
-    return 1;
+constexpr int kMaxDepth = 256;
+constexpr int64_t kMaxEntries = 1'000'000;
+
+// After tar: the tree under the open directory `dir` (shown as `where`)
+// becomes root's (if `chown`), read only, without set-id bits; nothing but
+// files, directories and symlinks. Every step goes through a descriptor
+// (openat O_NOFOLLOW, fstat, fchown, fchmod; fchownat AT_SYMLINK_NOFOLLOW
+// for a symlink), so a path changed under the walk can fail it but never
+// point it outside the tree.
+absl::Status SettleAt(int dir, const std::string& where, bool chown, int depth, int64_t* entries) {
+  if (depth > kMaxDepth) return absl::FailedPreconditionError(absl::StrCat(where, ": nested too deep"));
+  struct stat st;
+  if (fstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(where, " is not a directory"));
   }
-  const mode_t kind = st->st_mode & S_IFMT;
-  if (kind != S_IFREG && kind != S_IFDIR && kind != S_IFLNK) {
-    g_refused =
-        absl::StrCat(path, " is a device, FIFO or socket: a package holds only files, directories and symlinks");
-    return 1;
+  if (chown && fchown(dir, 0, 0) != 0) return ErrnoToStatus(errno, absl::StrCat("chown ", where));
+  if (fchmod(dir, Wanted(S_IFDIR, st.st_mode & 07777)) != 0) return ErrnoToStatus(errno, absl::StrCat("chmod ", where));
+  const int list_fd = dup(dir);
+  if (list_fd < 0) return ErrnoToStatus(errno, absl::StrCat("dup ", where));
+  DIR* d = fdopendir(list_fd);
+  if (d == nullptr) {
+    close(list_fd);
+    return ErrnoToStatus(errno, absl::StrCat("read ", where));
   }
-  if (g_chown && lchown(path, 0, 0) != 0) {
-    g_refused = absl::StrCat("chown ", path, ": ", strerror(errno));
-    return 1;
+  absl::Cleanup close_d = [d] { closedir(d); };
+  while (struct dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (++*entries > kMaxEntries) {
+      return absl::FailedPreconditionError(absl::StrCat("more than ", kMaxEntries, " entries"));
+    }
+    const std::string path = absl::StrCat(where, "/", name);
+    struct stat es;
+    if (fstatat(dir, name.c_str(), &es, AT_SYMLINK_NOFOLLOW) != 0)
+      return ErrnoToStatus(errno, absl::StrCat("stat ", path));
+    const mode_t kind = es.st_mode & S_IFMT;
+    if (kind == S_IFLNK) {
+      if (chown && fchownat(dir, name.c_str(), 0, 0, AT_SYMLINK_NOFOLLOW) != 0) {
+        return ErrnoToStatus(errno, absl::StrCat("chown ", path));
+      }
+      continue;
+    }
+    if (kind != S_IFREG && kind != S_IFDIR) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path, " is a device, FIFO or socket: a package holds only files, directories and symlinks"));
+    }
+    const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (kind == S_IFDIR ? O_DIRECTORY : 0);
+    const int fd = openat(dir, name.c_str(), flags);
+    if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
+    absl::Cleanup close_fd = [fd] { close(fd); };
+    if (kind == S_IFDIR) {
+      HERD_RETURN_IF_ERROR(SettleAt(fd, path, chown, depth + 1, entries));
+      continue;
+    }
+    struct stat fs;
+    if (fstat(fd, &fs) != 0 || !S_ISREG(fs.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat(path, " changed while it was settled"));
+    }
+    // chown first: it clears set-id bits, chmod then sets what we want.
+    if (chown && fchown(fd, 0, 0) != 0) return ErrnoToStatus(errno, absl::StrCat("chown ", path));
+    if (fchmod(fd, Wanted(S_IFREG, fs.st_mode & 07777)) != 0) return ErrnoToStatus(errno, absl::StrCat("chmod ", path));
   }
-  if (kind == S_IFLNK) return 0;
-  // Everyone reads (and enters) it, nobody but root changes it, and
-  // nothing in it runs with another's rights.
-  const mode_t mode = st->st_mode & 07777;
-  const mode_t want = kind == S_IFDIR ? (mode | 0555) & 0755 : ((mode | 0444) & 0555);
-  if (want != mode && chmod(path, want) != 0) {
-    g_refused = absl::StrCat("chmod ", path, ": ", strerror(errno));
-    return 1;
+  return absl::OkStatus();
+}
+
+// Ends every process of `uid` (a tar that forked before it exited, if a
+// crafted archive made it run code): kill(-1) from a child that is that
+// uid reaches exactly the processes that uid owns.
+void KillEveryProcessOf(uid_t uid, gid_t gid) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0) _exit(1);
+    kill(-1, SIGKILL);  // not this process itself (kill(-1) skips the caller)
+    _exit(0);
   }
-  return 0;
+  if (pid > 0) {
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
 }
 
 }  // namespace
@@ -141,14 +192,13 @@ absl::Status Untar(const std::string& archive, const std::string& dir, const std
     return absl::FailedPreconditionError(
         absl::StrCat("not a readable tar archive (", why.empty() ? "tar failed" : why, ")"));
   }
-  g_refused.clear();
-  g_chown = geteuid() == 0;
-  if (nftw(dir.c_str(), Settle, 16, FTW_PHYS) != 0 || !g_refused.empty()) {
-    std::string why = g_refused.empty() ? absl::StrCat("cannot walk ", dir) : g_refused;
-    if (absl::StartsWith(why, dir)) why = "." + why.substr(dir.size());
-    return absl::FailedPreconditionError(why);
-  }
-  if (chmod(dir.c_str(), 0755) != 0) return ErrnoToStatus(errno, absl::StrCat("chmod ", dir));
+  // Nothing of the account may still be running (and changing the tree)
+  // while root settles it. (Callers unpack one archive at a time per
+  // account: PackageCache.)
+  if (drop) KillEveryProcessOf(uid, gid);
+  int64_t entries = 0;
+  absl::Status settled = SettleAt(cwd, ".", geteuid() == 0, 0, &entries);
+  if (!settled.ok()) return absl::FailedPreconditionError(settled.message());
   return absl::OkStatus();
 }
 

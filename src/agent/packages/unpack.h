@@ -3,7 +3,9 @@
 // agent does: it runs as a uid of its own (TaskUsers' ":unpack" account,
 // which no Herd user can be), with no supplementary groups, no new
 // privileges and no descriptor but the archive, in a directory only root
-// can reach. Whatever tar makes is then handed to root and checked: files,
+// can reach; once it exits, every process of that account is killed (a tar
+// a crafted archive subverted may have left one). Whatever tar made is then
+// handed to root and checked, through descriptors only: files,
 // directories and symlinks only (a device node in a package would give
 // every task that reads it the device), no set-uid or set-gid bits, read
 // only for everyone.
@@ -25,7 +27,10 @@ namespace herd::agent {
 absl::Status Untar(const std::string& archive, const std::string& dir,
                    const std::optional<TaskAccount>& as = std::nullopt);
 
-// The account Untar runs tar as, in the task uid range (TaskUsers::For).
-inline constexpr char kUnpackAccount[] = ":unpack";
+// The account Untar runs tar as, in the task uid range (TaskUsers::For):
+// one per agent (":unpack:MACHINE"), since every process of it is killed
+// after each unpack and the agents of a host share the range. No Herd user
+// can have such a name (names hold no ':').
+inline std::string UnpackAccount(const std::string& machine) { return std::string(":unpack:") + machine; }
 
 }  // namespace herd::agent

@@ -3,9 +3,12 @@
 // runs tar as an unprivileged account, which the kernel then holds to it.
 #include "agent/packages/unpack.h"
 
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -123,6 +126,28 @@ TEST_F(UnpackRootTest, WhatTheAccountUnpackedBecomesRoots) {
     EXPECT_EQ(s.st_gid, 0u) << p;
   }
   EXPECT_EQ(Stat(out + "/etc/conf").st_mode & 07777, 0555u);
+}
+
+// A process of the unpack account that outlives tar (what a subverted tar
+// would leave to change the tree while root settles it) is ended before
+// the walk.
+TEST_F(UnpackRootTest, NothingOfTheAccountOutlivesTheUnpack) {
+  const pid_t left = fork();
+  ASSERT_GE(left, 0);
+  if (left == 0) {
+    if (setgroups(0, nullptr) != 0 || setresgid(kAccount.gid, kAccount.gid, kAccount.gid) != 0 ||
+        setresuid(kAccount.uid, kAccount.uid, kAccount.uid) != 0) {
+      _exit(1);
+    }
+    execl("/bin/sleep", "sleep", "600", nullptr);
+    _exit(1);
+  }
+  std::ofstream(src_ + "/f") << "x";
+  absl::Status st = Untar(Archive(), Target(), kAccount);
+  EXPECT_TRUE(st.ok()) << st;
+  int status = 0;
+  ASSERT_EQ(waitpid(left, &status, 0), left);  // ended, not left to run 600 s
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ absl::StatusOr<std::vector<std::shared_ptr<Extension>>> BuildExtensions(const Ag
     p.cache.clock = clock;
     // tar runs as an account of its own, never as root (unpack.h).
     if (users != nullptr && geteuid() == 0) {
-      p.cache.unpack_account = [users] { return users->For(kUnpackAccount); };
+      p.cache.unpack_account = [users, account = UnpackAccount(options.name)] { return users->For(account); };
     }
     HERD_ASSIGN_OR_RETURN(std::shared_ptr<PackagesExtension> packages, PackagesExtension::Create(std::move(p)));
     out.push_back(std::move(packages));
