@@ -208,8 +208,8 @@ absl::Status PackageCache::Install(const v1::Package& package, const std::atomic
   }
   absl::Status unpacked;
   {
-    // One unpack at a time: Untar ends every process of the account after
-    // each, which must not be another install's tar.
+    // One unpack at a time: no other tar of the account runs (and could
+    // touch the tree) while Untar settles it.
     absl::MutexLock one(&unpack_mu_);
     unpacked = Untar(tmp + "/archive", tmp + "/root", as);
   }

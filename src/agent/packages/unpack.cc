@@ -36,6 +36,12 @@ std::string FindTar() {
 // in it runs with another's rights.
 mode_t Wanted(mode_t kind, mode_t mode) { return kind == S_IFDIR ? (mode | 0555) & 0755 : ((mode | 0444) & 0555); }
 
+// A file the unpack account did not make (a hard link to one of root's, or
+// one swapped in): never made root's or anyone's to read.
+absl::Status NotMadeByTar(const std::string& path) {
+  return absl::FailedPreconditionError(absl::StrCat(path, " is not owned by the unpack account that made the tree"));
+}
+
 constexpr int kMaxDepth = 256;
 constexpr int64_t kMaxEntries = 1'000'000;
 
@@ -45,12 +51,14 @@ constexpr int64_t kMaxEntries = 1'000'000;
 // (openat O_NOFOLLOW, fstat, fchown, fchmod; fchownat AT_SYMLINK_NOFOLLOW
 // for a symlink), so a path changed under the walk can fail it but never
 // point it outside the tree.
-absl::Status SettleAt(int dir, const std::string& where, bool chown, int depth, int64_t* entries) {
+absl::Status SettleAt(int dir, const std::string& where, bool chown, std::optional<uid_t> owner, int depth,
+                      int64_t* entries) {
   if (depth > kMaxDepth) return absl::FailedPreconditionError(absl::StrCat(where, ": nested too deep"));
   struct stat st;
   if (fstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError(absl::StrCat(where, " is not a directory"));
   }
+  if (owner && st.st_uid != *owner) return NotMadeByTar(where);
   if (chown && fchown(dir, 0, 0) != 0) return ErrnoToStatus(errno, absl::StrCat("chown ", where));
   if (fchmod(dir, Wanted(S_IFDIR, st.st_mode & 07777)) != 0) return ErrnoToStatus(errno, absl::StrCat("chmod ", where));
   const int list_fd = dup(dir);
@@ -72,6 +80,7 @@ absl::Status SettleAt(int dir, const std::string& where, bool chown, int depth, 
     if (fstatat(dir, name.c_str(), &es, AT_SYMLINK_NOFOLLOW) != 0)
       return ErrnoToStatus(errno, absl::StrCat("stat ", path));
     const mode_t kind = es.st_mode & S_IFMT;
+    if (owner && es.st_uid != *owner) return NotMadeByTar(path);
     if (kind == S_IFLNK) {
       if (chown && fchownat(dir, name.c_str(), 0, 0, AT_SYMLINK_NOFOLLOW) != 0) {
         return ErrnoToStatus(errno, absl::StrCat("chown ", path));
@@ -87,11 +96,11 @@ absl::Status SettleAt(int dir, const std::string& where, bool chown, int depth, 
     if (fd < 0) return ErrnoToStatus(errno, absl::StrCat("open ", path));
     absl::Cleanup close_fd = [fd] { close(fd); };
     if (kind == S_IFDIR) {
-      HERD_RETURN_IF_ERROR(SettleAt(fd, path, chown, depth + 1, entries));
+      HERD_RETURN_IF_ERROR(SettleAt(fd, path, chown, owner, depth + 1, entries));
       continue;
     }
     struct stat fs;
-    if (fstat(fd, &fs) != 0 || !S_ISREG(fs.st_mode)) {
+    if (fstat(fd, &fs) != 0 || !S_ISREG(fs.st_mode) || (owner && fs.st_uid != *owner)) {
       return absl::FailedPreconditionError(absl::StrCat(path, " changed while it was settled"));
     }
     // chown first: it clears set-id bits, chmod then sets what we want.
@@ -101,23 +110,14 @@ absl::Status SettleAt(int dir, const std::string& where, bool chown, int depth, 
   return absl::OkStatus();
 }
 
-// Ends every process of `uid` (a tar that forked before it exited, if a
-// crafted archive made it run code): kill(-1) from a child that is that
-// uid reaches exactly the processes that uid owns.
-void KillEveryProcessOf(uid_t uid, gid_t gid) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0) _exit(1);
-    kill(-1, SIGKILL);  // not this process itself (kill(-1) skips the caller)
-    _exit(0);
-  }
-  if (pid > 0) {
-    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
-}
-
 }  // namespace
+
+absl::Status SettleTree(int dir, std::optional<uid_t> owner) {
+  int64_t entries = 0;
+  absl::Status settled = SettleAt(dir, ".", geteuid() == 0, owner, 0, &entries);
+  if (!settled.ok()) return absl::FailedPreconditionError(settled.message());
+  return absl::OkStatus();
+}
 
 absl::Status Untar(const std::string& archive, const std::string& dir, const std::optional<TaskAccount>& as) {
   const std::string tar = FindTar();
@@ -192,14 +192,7 @@ absl::Status Untar(const std::string& archive, const std::string& dir, const std
     return absl::FailedPreconditionError(
         absl::StrCat("not a readable tar archive (", why.empty() ? "tar failed" : why, ")"));
   }
-  // Nothing of the account may still be running (and changing the tree)
-  // while root settles it. (Callers unpack one archive at a time per
-  // account: PackageCache.)
-  if (drop) KillEveryProcessOf(uid, gid);
-  int64_t entries = 0;
-  absl::Status settled = SettleAt(cwd, ".", geteuid() == 0, 0, &entries);
-  if (!settled.ok()) return absl::FailedPreconditionError(settled.message());
-  return absl::OkStatus();
+  return SettleTree(cwd, drop ? std::optional<uid_t>(uid) : std::nullopt);
 }
 
 }  // namespace herd::agent
